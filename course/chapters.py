@@ -1,0 +1,234 @@
+"""Chapters as data: each chapter's manifest (chapters/<id>/chapter.yaml) loaded and validated.
+
+The manifest drives everything the CLI does for a chapter: the learner files to scaffold and diff, the
+catalog to show and run (in its order), the pitfalls, the documented mutants. A malformed manifest is
+one ManifestError naming the chapter, the entry and the field.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from course import content
+from course.errors import ManifestError, UnknownChapter
+
+KINDS = ("unit", "conformance", "boundary", "fault")
+
+
+@dataclass(frozen=True)
+class Pitfall:
+    id: int
+    title: str
+    symptom: str = ""
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    name: str  # language-neutral: "hand_example" (Python test_hand_example, Go TestHandExample)
+    kind: str
+    checks: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str
+    pitfall: int
+    description: str
+    file: str
+    caught_by: tuple[str, ...]
+    find: str = ""
+    replace: str = ""
+    diff: str = ""  # a small unified diff, as an alternative to find/replace
+
+
+@dataclass(frozen=True)
+class Track:
+    """A chapter in one language: its learner files, importable modules, catalog runner and mutants."""
+
+    chapter_id: str
+    language: str
+    files: tuple[str, ...]
+    modules: tuple[str, ...] = ()
+    run: str = ""
+    mutants: tuple[Mutant, ...] = ()
+
+    @property
+    def starter(self) -> Path:
+        return content.starter_dir(self.language, self.chapter_id)
+
+    @property
+    def reference(self) -> Path:
+        return content.reference_dir(self.language, self.chapter_id)
+
+    @property
+    def tests(self) -> Path:
+        return content.tests_dir(self.language, self.chapter_id)
+
+
+@dataclass(frozen=True)
+class Chapter:
+    id: str
+    title: str
+    order: int
+    summary: str
+    catalog: tuple[CatalogEntry, ...]
+    pitfalls: tuple[Pitfall, ...]
+    tracks: dict[str, Track] = field(default_factory=dict)
+    folder: Path = Path()
+
+    @property
+    def text_path(self) -> Path:
+        return self.folder / "text.md"
+
+    @property
+    def signatures_path(self) -> Path:
+        return self.folder / "signatures.json"
+
+    def track(self, language: str = "python") -> Track:
+        try:
+            return self.tracks[language]
+        except KeyError:
+            from course.errors import UsageError
+
+            have = ", ".join(sorted(self.tracks)) or "none"
+            raise UsageError(f"chapter {self.id} has no {language} track (tracks: {have})") from None
+
+    def pitfall(self, number: int) -> Pitfall | None:
+        return next((p for p in self.pitfalls if p.id == number), None)
+
+
+def normalize_id(text: str) -> str:
+    """'AG-01', 'ag.01' and 'ag01' all name chapter ag01."""
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def _chapter_folders() -> list[Path]:
+    base = content.chapters_dir()
+    return sorted(p for p in base.iterdir() if (p / "chapter.yaml").is_file()) if base.is_dir() else []
+
+
+@lru_cache(maxsize=None)
+def load_all() -> tuple[Chapter, ...]:
+    chapters = [load_folder(folder) for folder in _chapter_folders()]
+    return tuple(sorted(chapters, key=lambda c: (c.order, c.id)))
+
+
+def get(chapter_id: str) -> Chapter:
+    wanted = normalize_id(chapter_id)
+    for chapter in load_all():
+        if normalize_id(chapter.id) == wanted:
+            return chapter
+    known = ", ".join(c.id for c in load_all()) or "none"
+    raise UnknownChapter(f"unknown chapter {chapter_id!r}; the chapters are: {known}")
+
+
+def load_folder(folder: Path) -> Chapter:
+    import yaml
+
+    path = folder / "chapter.yaml"
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"chapter {folder.name}: {path.name} is not valid YAML: {exc}") from None
+    return parse(raw, where=folder.name, folder=folder)
+
+
+class _Fields:
+    """Reads one mapping of the manifest, naming chapter, entry and field in any error."""
+
+    def __init__(self, raw: Any, where: str) -> None:
+        if not isinstance(raw, dict):
+            raise ManifestError(f"{where}: expected a mapping, got {type(raw).__name__}")
+        self.raw = raw
+        self.where = where
+
+    def get(self, name: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
+        if name not in self.raw or self.raw[name] is None:
+            if default is ...:
+                raise ManifestError(f"{self.where}: missing field {name!r}")
+            return default
+        value = self.raw[name]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            want = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            raise ManifestError(f"{self.where}: field {name!r} must be {want}, got {value!r}")
+        return value
+
+    def strings(self, name: str, default: Any = ...) -> tuple[str, ...]:
+        values = self.get(name, list, default)
+        bad = [v for v in values if not isinstance(v, str) or not v]
+        if bad:
+            raise ManifestError(f"{self.where}: field {name!r} must list non-empty strings, got {bad[0]!r}")
+        return tuple(values)
+
+
+def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
+    top = _Fields(raw, f"chapter {where}")
+    chapter_id = top.get("id", str)
+    where = f"chapter {chapter_id}"
+    top.where = where
+
+    pitfalls = tuple(
+        Pitfall(
+            id=f.get("id", int),
+            title=f.get("title", str),
+            symptom=f.get("symptom", str, ""),
+        )
+        for i, item in enumerate(top.get("pitfalls", list, []))
+        for f in [_Fields(item, f"{where}, pitfall #{i + 1}")]
+    )
+    catalog = []
+    for i, item in enumerate(top.get("catalog", list)):
+        f = _Fields(item, f"{where}, catalog entry #{i + 1}")
+        entry = CatalogEntry(
+            name=f.get("name", str),
+            kind=f.get("kind", str),
+            checks=f.get("checks", str),
+            why=f.get("why", str),
+        )
+        if entry.kind not in KINDS:
+            raise ManifestError(f"{f.where} ({entry.name}): field 'kind' must be one of {', '.join(KINDS)}")
+        catalog.append(entry)
+
+    tracks = {}
+    for language, body in top.get("tracks", dict).items():
+        f = _Fields(body, f"{where}, track {language}")
+        mutants = []
+        for i, item in enumerate(f.get("mutants", list, [])):
+            m = _Fields(item, f"{where}, track {language}, mutant #{i + 1}")
+            mutant = Mutant(
+                id=m.get("id", str),
+                pitfall=m.get("pitfall", int),
+                description=m.get("description", str),
+                file=m.get("file", str),
+                caught_by=m.strings("caught_by"),
+                find=m.get("find", str, ""),
+                replace=m.get("replace", str, ""),
+                diff=m.get("diff", str, ""),
+            )
+            if not mutant.find and not mutant.diff:
+                raise ManifestError(f"{m.where} ({mutant.id}): needs 'find' and 'replace', or 'diff'")
+            mutants.append(mutant)
+        tracks[language] = Track(
+            chapter_id=chapter_id,
+            language=language,
+            files=f.strings("files"),
+            modules=f.strings("modules", ()),
+            run=f.get("run", str, ""),
+            mutants=tuple(mutants),
+        )
+
+    return Chapter(
+        id=chapter_id,
+        title=top.get("title", str),
+        order=top.get("order", int, 0),
+        summary=top.get("summary", str, ""),
+        catalog=tuple(catalog),
+        pitfalls=pitfalls,
+        tracks=tracks,
+        folder=folder,
+    )

@@ -1,0 +1,117 @@
+"""How a check's verdict is shown: readable lines on a terminal, results.json, JUnit XML."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Callable
+
+import click
+
+from course.check.results import ERROR, FAIL, PASS, SKIP, TIMEOUT, CheckResult, EntryResult
+
+_LABEL = {PASS: ("PASS", "green"), FAIL: ("FAIL", "red"), ERROR: ("ERROR", "red"),
+          TIMEOUT: ("TIMEOUT", "yellow"), SKIP: ("SKIP", "blue")}
+MAX_CASES_SHOWN = 3
+
+
+def summary_line(result: CheckResult) -> str:
+    """The closing line, in the plain form CI runners read: 'N passed, N failed'."""
+    return f"{result.passed} passed, {result.total - result.passed} failed"
+
+
+class TerminalReport:
+    def __init__(self, echo: Callable[..., None], *, verbose: bool = False, width: int = 0) -> None:
+        self.echo = echo
+        self.verbose = verbose
+        self.width = width
+
+    def entry(self, result: EntryResult) -> None:
+        label, colour = _LABEL[result.status]
+        line = f"  {click.style(label.ljust(7), fg=colour, bold=True)} {result.test_name}"
+        failures = result.failures
+        if failures and len(result.cases) > 1:
+            line += click.style(f"  ({len(failures)} of {len(result.cases)} cases)", dim=True)
+        self.echo(line)
+        if result.missing:
+            self.echo(f"          the catalog names {result.test_name} but no test file defines it")
+        for case in failures[:MAX_CASES_SHOWN]:
+            self._case(case)
+        if len(failures) > MAX_CASES_SHOWN:
+            self.echo(click.style(f"          ... and {len(failures) - MAX_CASES_SHOWN} more failing cases", dim=True))
+
+    def _case(self, case) -> None:  # noqa: ANN001
+        pad = " " * 10
+        head = f"case {case.case}: " if case.case else ""
+        message = case.details if self.verbose and case.details else case.message
+        lines = (head + message).splitlines() or [case.status]
+        for line in lines:
+            self.echo(pad + line)
+        places = [p for p in (case.where and f"in your code at {case.where}", case.test_line and f"test at {case.test_line}") if p]
+        if places:
+            self.echo(click.style(pad + "(" + "; ".join(places) + ")", dim=True))
+        if self.verbose and case.output:
+            self.echo(pad + "output:")
+            self.echo(textwrap.indent(case.output.rstrip(), pad + "  "))
+
+    def problem(self, problem: str) -> None:
+        self.echo(click.style("  the code under test could not be loaded:", fg="red", bold=True))
+        self.echo(textwrap.indent(problem, "    "))
+        self.echo("  every test is marked error until it loads.")
+
+    def closing(self, result: CheckResult) -> None:
+        colour = "green" if result.ok else "red"
+        self.echo("")
+        self.echo(click.style(summary_line(result), fg=colour, bold=True) + click.style(f"  ({result.duration:.2f} s)", dim=True))
+
+
+def results_json(result: CheckResult, sources: dict[str, str]) -> dict:
+    """exercism's test-runner interface, version 3: pass | fail | error, tests in catalog order."""
+
+    def test(entry: EntryResult) -> dict:
+        status = PASS if entry.status == PASS else FAIL if entry.status == FAIL else ERROR
+        failure = entry.failures[0] if entry.failures else None
+        out = {"name": entry.test_name, "status": status, "test_code": sources.get(entry.test_name, "")}
+        if entry.missing:
+            out["message"] = "the catalog names this test but no test file defines it"
+        elif failure:
+            where = f" (in your code at {failure.where})" if failure.where else ""
+            out["message"] = (f"case {failure.case}: " if failure.case else "") + failure.message + where
+        output = "".join(c.output for c in entry.cases)
+        if output:
+            out["output"] = output[:500]
+        return out
+
+    doc: dict = {"version": 3, "status": "pass" if result.ok else "error" if result.problem else "fail"}
+    if result.problem:
+        doc["message"] = result.problem
+    doc["tests"] = [test(e) for e in result.entries]
+    return doc
+
+
+def junit_xml(result: CheckResult, suite: str) -> ET.ElementTree:
+    failed = sum(e.status == FAIL for e in result.entries)
+    errors = sum(e.status in (ERROR, TIMEOUT) for e in result.entries)
+    root = ET.Element("testsuite", name=suite, tests=str(result.total), failures=str(failed),
+                      errors=str(errors), time=f"{result.duration:.3f}")
+    for entry in result.entries:
+        case = ET.SubElement(root, "testcase", classname=suite, name=entry.test_name,
+                             time=f"{sum(c.duration for c in entry.cases):.3f}")
+        if entry.status == PASS:
+            continue
+        tag = "failure" if entry.status == FAIL else "error"
+        first = entry.failures[0] if entry.failures else None
+        message = first.message if first else (result.problem or "test not found")
+        node = ET.SubElement(case, tag, message=message.splitlines()[0] if message else entry.status)
+        node.text = "\n\n".join(c.details or c.message for c in entry.failures) or message
+    return ET.ElementTree(root)
+
+
+def write_json(path: Path, doc: dict) -> None:
+    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+
+def write_junit(path: Path, tree: ET.ElementTree) -> None:
+    tree.write(path, encoding="utf-8", xml_declaration=True)

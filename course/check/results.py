@@ -1,0 +1,67 @@
+"""What a catalog run found, language-neutral: one CaseResult per executed test case, folded into one
+EntryResult per catalog entry (a parametrized test has several cases), in catalog order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from course.chapters import CatalogEntry
+
+PASS, FAIL, ERROR, TIMEOUT, SKIP = "pass", "fail", "error", "timeout", "skip"
+# When an entry's cases disagree, the entry shows the most serious of them.
+_SEVERITY = {PASS: 0, SKIP: 1, FAIL: 2, ERROR: 3, TIMEOUT: 4}
+
+
+@dataclass
+class CaseResult:
+    entry: str  # the catalog name the case belongs to
+    case: str  # the case id within a parametrized test ("" for a plain test)
+    status: str
+    message: str = ""  # the short reason: assertion message, exception, timeout
+    where: str = ""  # the learner's file:line the failure points at, when it points into their code
+    test_line: str = ""  # the test file:line that failed
+    details: str = ""  # the full traceback, shown with -v
+    output: str = ""  # what the test printed
+    duration: float = 0.0
+
+
+@dataclass
+class EntryResult:
+    entry: CatalogEntry
+    test_name: str  # the language's name for it: test_hand_example, TestHandExample
+    cases: list[CaseResult] = field(default_factory=list)
+    missing: bool = False  # the catalog names a test that the test files do not define
+
+    @property
+    def status(self) -> str:
+        if self.missing or not self.cases:
+            return ERROR
+        return max((c.status for c in self.cases), key=_SEVERITY.__getitem__)
+
+    @property
+    def failures(self) -> list[CaseResult]:
+        return [c for c in self.cases if c.status in (FAIL, ERROR, TIMEOUT)]
+
+
+@dataclass
+class CheckResult:
+    entries: list[EntryResult]
+    problem: str = ""  # a failure before any test could run (a learner module that does not import)
+    duration: float = 0.0
+
+    @property
+    def passed(self) -> int:
+        return sum(e.status == PASS for e in self.entries)
+
+    @property
+    def total(self) -> int:
+        return len(self.entries)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem and bool(self.entries) and all(e.status == PASS for e in self.entries)
+
+    @property
+    def failing(self) -> frozenset[str]:
+        """The catalog names that did not pass: the failure signature diagnosis compares."""
+        return frozenset(e.entry.name for e in self.entries if e.status != PASS)

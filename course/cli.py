@@ -1,0 +1,400 @@
+"""The `course` command line: small commands, one job each, all chapter logic in the chapters' data.
+
+Exit codes: 0 success; 1 a verdict against the code (a test failed, diff before passing, an unsound
+chapter); 2 a usage error (unknown chapter, not in a learner repository, chapter not started).
+Heavy modules are imported inside the commands so that `course --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from course import __version__
+from course.errors import CourseError, UsageError
+
+
+def _color() -> bool:
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def echo(message: str = "", *, err: bool = False) -> None:
+    click.echo(message, err=err, color=_color() if not err else None)
+
+
+class ChapterCommandGroup(click.Group):
+    """Lists commands in the order a learner meets them, not alphabetically."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
+
+
+@click.group(cls=ChapterCommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="course")
+def cli() -> None:
+    """An exercise harness for a course on talking to LLM providers reliably.
+
+    \b
+    A learner's loop:
+      course list              the chapters and where you are
+      course start CHAPTER     write the chapter's stubs into your repository
+      course show              read the chapter
+      course tests             read its test catalog
+      course check             run the catalog on your code (exit code is the verdict)
+      course diff              after passing: your code against the reference
+
+    With no chapter named, a command acts on the chapter you started last.
+    Exit codes: 0 success, 1 tests failed or refused, 2 usage error.
+    """
+
+
+def _learner_chapter(given: str | None):  # noqa: ANN202
+    from course import chapters
+    from course.learner import LearnerRepo
+
+    repo = LearnerRepo.find()
+    chapter = chapters.get(repo.resolve_chapter(given))
+    state = repo.state(chapter.id)
+    return repo, chapter, chapter.track(state.language), state
+
+
+@cli.command("list")
+def list_cmd() -> None:
+    """The chapters, with your progress in this repository."""
+    from course import chapters
+    from course.learner import LearnerRepo, find_root
+
+    root = find_root()
+    repo = LearnerRepo.open(root) if root else None
+    for chapter in chapters.load_all():
+        state = repo.chapters.get(chapter.id) if repo else None
+        if state is None:
+            progress = click.style("not started", dim=True)
+        elif state.passed:
+            progress = click.style("passed", fg="green", bold=True)
+        elif state.last_check:
+            check = state.last_check
+            progress = click.style(f"{check['passed']} of {check['total']} passing", fg="yellow")
+        else:
+            progress = click.style("started", fg="yellow")
+        mark = "*" if repo and repo.current == chapter.id else " "
+        echo(f"{mark} {chapter.id:<6} {chapter.title}  [{progress}]")
+    if repo is None:
+        echo(click.style("\n(not in a learner repository: `course start CHAPTER` makes one)", dim=True))
+
+
+@cli.command()
+@click.argument("chapter_id", metavar="CHAPTER")
+@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
+              help="The learner repository (default: the one you are in, or the enclosing git repository).")
+@click.option("--language", default="python", show_default=True, help="The track to start.")
+def start(chapter_id: str, directory: Path | None, language: str) -> None:
+    """Write CHAPTER's stubs into your repository; never overwrites a file."""
+    from course import chapters
+    from course.learner import ChapterState, LearnerRepo, default_start_root, now
+    from course.scaffold import scaffold
+
+    chapter = chapters.get(chapter_id)
+    track = chapter.track(language)
+    root = directory.resolve() if directory else default_start_root()
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"{root} is not a folder")
+    root.mkdir(parents=True, exist_ok=True)
+    repo = LearnerRepo.open(root)
+    result = scaffold(chapter, track, root)
+    state = repo.chapters.setdefault(chapter.id, ChapterState(started=now(), language=language))
+    state.language = language
+    repo.current = chapter.id
+    repo.save()
+
+    echo(f"{chapter.id}: {chapter.title}")
+    echo(f"in {root}")
+    for name in result.written:
+        echo(f"  {click.style('wrote', fg='green')}  {name}")
+    for name in result.kept:
+        echo(f"  {click.style('kept', fg='yellow')}   {name} (already there; left as it is)")
+    echo(f"\nnext: `course show {chapter.id}` to read the chapter, `course tests {chapter.id}` for the catalog, "
+         f"`course check {chapter.id}` for a verdict.")
+
+
+@cli.command()
+@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
+def show(chapter_id: str | None) -> None:
+    """Print the chapter's text."""
+    chapter = _any_chapter(chapter_id)
+    echo(chapter.text_path.read_text(encoding="utf-8").rstrip())
+
+
+@cli.command()
+@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
+@click.option("--language", default="python", show_default=True)
+def tests(chapter_id: str | None, language: str) -> None:
+    """The chapter's test catalog: each test, its kind, what it checks and why it matters."""
+    import textwrap
+
+    from course import languages
+
+    chapter = _any_chapter(chapter_id)
+    adapter = languages.get(language)
+    echo(f"{chapter.id}: {chapter.title}: {len(chapter.catalog)} tests, run in this order by `course check`\n")
+    for i, entry in enumerate(chapter.catalog, 1):
+        echo(f"{i:>2}. {click.style(adapter.test_name(entry.name), bold=True)}  [{entry.kind}]")
+        echo(textwrap.fill(entry.checks, 96, initial_indent="    checks: ", subsequent_indent="            "))
+        echo(textwrap.fill(entry.why, 96, initial_indent="    why:    ", subsequent_indent="            "))
+
+
+def _any_chapter(given: str | None):  # noqa: ANN202
+    """The chapter named, else the learner's current one (commands that need no started chapter)."""
+    from course import chapters
+    from course.learner import LearnerRepo
+
+    if given:
+        return chapters.get(given)
+    return chapters.get(LearnerRepo.find().resolve_chapter(None))
+
+
+@cli.command()
+@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
+@click.option("--reference", is_flag=True, help="Run the catalog on the course's reference (instructors, CI).")
+@click.option("-k", "select", default="", metavar="EXPR", help="Run only the tests matching EXPR (pytest -k syntax).")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
+              help="Seconds each test may take before it is stopped [default: 5].")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write exercism test-runner v3 results.json to this file.")
+@click.option("--junit-xml", "junit_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write JUnit XML to this file (for CI).")
+@click.option("-v", "--verbose", is_flag=True, help="Full tracebacks and test output.")
+def check(chapter_id: str | None, reference: bool, select: str, timeout: float | None,
+          json_path: Path | None, junit_path: Path | None, verbose: bool) -> None:
+    """Run the chapter's catalog on your code: exit 0 when every test passes, 1 otherwise."""
+    from course import chapters
+    from course.check import DEFAULT_TIMEOUT, run_check
+    from course.check.report import TerminalReport, junit_xml, results_json, write_json, write_junit
+    from course.learner import fingerprint, now
+
+    repo = None
+    if reference:
+        if not chapter_id:
+            raise UsageError("name the chapter whose reference to check, e.g. `course check ag01 --reference`")
+        chapter = chapters.get(chapter_id)
+        track = chapter.track("python")
+        code_root = track.reference
+        where = "the course's reference"
+    else:
+        repo, chapter, track, state = _learner_chapter(chapter_id)
+        code_root = repo.root
+        where = str(repo.root)
+        files_before = fingerprint(code_root, track.files)
+
+    report = TerminalReport(echo, verbose=verbose)
+    echo(f"{chapter.id}: {chapter.title}  ({where})")
+    result = run_check(chapter, track, code_root, timeout=timeout or DEFAULT_TIMEOUT, select=select,
+                       on_entry=report.entry)
+    if result.problem:
+        report.problem(result.problem)
+        for entry in result.entries:
+            report.entry(entry)
+    from course.diagnose import diagnose
+
+    hint = diagnose(chapter, track, result)
+    if hint:
+        echo("")
+        echo(click.style("hint: ", fg="cyan", bold=True) + hint)
+    report.closing(result)
+
+    if json_path:
+        from course import languages
+
+        write_json(json_path, results_json(result, languages.get(track.language).test_sources(track)))
+    if junit_path:
+        write_junit(junit_path, junit_xml(result, chapter.id))
+    if repo is not None and not select:
+        state.last_check = {"passed": result.passed, "total": result.total, "at": now(), "fingerprint": files_before}
+        state.passed_fingerprint = files_before if result.ok else ""
+        repo.current = chapter.id
+        repo.save()
+        if result.ok:
+            echo(f"\nchapter {chapter.id} passed. `course diff {chapter.id}` compares your code with the reference.")
+    sys.exit(0 if result.ok else 1)
+
+
+@cli.command()
+@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
+@click.option("--force", is_flag=True, help="Show the diff even before the chapter passes (instructors).")
+def diff(chapter_id: str | None, force: bool) -> None:
+    """After passing: a unified diff of your files against the reference."""
+    from course.diffing import diff_files
+    from course.errors import Refused
+    from course.learner import fingerprint
+
+    repo, chapter, track, state = _learner_chapter(chapter_id)
+    if not force:
+        if not state.passed:
+            raise Refused(f"the reference is shown once `course check {chapter.id}` passes; it has not passed yet")
+        if fingerprint(repo.root, track.files) != state.passed_fingerprint:
+            raise Refused(f"your files changed since `course check {chapter.id}` passed; run it again first")
+    changed = diff_files(repo.root, track.reference, track.files, echo=echo, color=_color())
+    if not changed:
+        echo(f"no differences: your {chapter.id} files match the reference.")
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
+@click.option("--reference", is_flag=True, help="Run the demonstration on the course's reference.")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def run(chapter_id: str | None, reference: bool, args: tuple[str, ...]) -> None:
+    """Run the chapter's offline demonstration on your code."""
+    from course import languages
+
+    if reference:
+        chapter = _any_chapter(chapter_id)
+        track = chapter.track("python")
+        code_root = track.reference
+    else:
+        repo, chapter, track, _ = _learner_chapter(chapter_id)
+        code_root = repo.root
+    if not track.run:
+        raise UsageError(f"chapter {chapter.id} has no demonstration to run")
+    code = languages.get(track.language).run_script(track, code_root, track.tests / track.run, list(args))
+    sys.exit(code)
+
+
+@cli.command("fake-model")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="The port on 127.0.0.1 (0 picks a free one).")
+def fake_model(port: int) -> None:
+    """Serve the course fake model (an OpenAI-compatible chat-completions server) on 127.0.0.1."""
+    from course.fake_model import serve
+
+    try:
+        serve(port=port)
+    except OSError as exc:
+        raise UsageError(f"cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+
+
+@cli.command()
+@click.argument("chapter_id", metavar="CHAPTER")
+@click.option("--only", default="", metavar="IDS", help="Run only these mutants, e.g. --only s05,s06.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the results as JSON.")
+@click.option("--mutmut", "use_mutmut", is_flag=True, help="Run mutmut's generic mutants instead (instructor extra).")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Mutants run at once [default: the cores].")
+@click.option("--language", default="python", show_default=True)
+def mutants(chapter_id: str, only: str, json_path: Path | None, use_mutmut: bool, jobs: int | None, language: str) -> None:
+    """Prove the catalog kills each documented pitfall mutant (or, with --mutmut, score it broadly)."""
+    import json
+
+    from course import chapters
+
+    chapter = chapters.get(chapter_id)
+    track = chapter.track(language)
+    if use_mutmut:
+        from course.mutation.mutmut import run_mutmut, show_mutmut
+
+        report = run_mutmut(chapter, track, echo=lambda m: echo(m, err=True))
+        show_mutmut(report, echo)
+        if json_path:
+            json_path.write_text(json.dumps(report.as_dict(), indent=2) + "\n", encoding="utf-8")
+        sys.exit(0)
+
+    from course.mutation.documented import STALE, run_mutants
+
+    selected = list(track.mutants)
+    if only:
+        wanted = [w.strip() for w in only.split(",") if w.strip()]
+        unknown = sorted(set(wanted) - {m.id for m in selected})
+        if unknown:
+            raise UsageError(f"chapter {chapter.id} has no mutant {', '.join(unknown)}; "
+                             f"its mutants are {', '.join(m.id for m in selected)}")
+        selected = [m for m in selected if m.id in wanted]
+    if not selected:
+        raise UsageError(f"chapter {chapter.id} documents no {language} mutants")
+
+    echo(f"{chapter.id}: {len(selected)} documented mutants, each on a temporary copy of the reference")
+    progress = _Progress(len(selected))
+    results = run_mutants(chapter, track, selected, jobs=jobs, on_result=progress.step)
+    progress.close()
+    for r in results:
+        mark = click.style("ok ", fg="green") if r.documented else click.style("BAD", fg="red", bold=True)
+        echo(f"  {mark} {r.mutant.id:<5} {r.status:<8} pitfall {r.mutant.pitfall:<2} {r.mutant.description}")
+        if r.failing:
+            echo(click.style(f"            failed: {', '.join(r.failing)}", dim=True))
+        if not r.documented:
+            echo(f"            documented as caught by: {', '.join(r.mutant.caught_by)}")
+        if r.detail:
+            echo(f"            {r.detail.splitlines()[0]}")
+    good = sum(r.documented for r in results)
+    stale = sum(r.status == STALE for r in results)
+    echo(f"\n{good} of {len(results)} mutants killed as documented" + (f", {stale} stale" if stale else ""))
+    echo(f"{good} passed, {len(results) - good} failed")
+    if json_path:
+        json_path.write_text(json.dumps({"chapter": chapter.id, "language": language,
+                                         "mutants": [r.as_dict() for r in results]}, indent=2) + "\n",
+                             encoding="utf-8")
+    sys.exit(0 if good == len(results) else 1)
+
+
+class _Progress:
+    """A progress bar on a terminal; one plain line per finished mutant when piped."""
+
+    def __init__(self, total: int) -> None:
+        self.bar = click.progressbar(length=total, label="mutants", file=sys.stderr) if sys.stderr.isatty() else None
+        if self.bar:
+            self.bar.__enter__()
+
+    def step(self, result) -> None:  # noqa: ANN001
+        if self.bar:
+            self.bar.update(1)
+        else:
+            echo(f"  {result.mutant.id}: {result.status}", err=True)
+
+    def close(self) -> None:
+        if self.bar:
+            self.bar.__exit__(None, None, None)
+
+
+@cli.command()
+@click.argument("chapter_ids", metavar="[CHAPTER]...", nargs=-1)
+def verify(chapter_ids: tuple[str, ...]) -> None:
+    """Prove chapters sound: manifest, reference passes, stubs fail, documented mutants killed."""
+    from course import chapters
+    from course.verify import verify_track
+
+    selected = [chapters.get(c) for c in chapter_ids] or list(chapters.load_all())
+    passed = failed = 0
+
+    def say(finding) -> None:  # noqa: ANN001
+        mark = click.style("ok  ", fg="green") if finding.ok else click.style("FAIL", fg="red", bold=True)
+        echo(f"  {mark} {finding.step:<9} {finding.detail}")
+
+    for chapter in selected:
+        for track in chapter.tracks.values():
+            echo(f"{chapter.id} ({track.language}): {chapter.title}")
+            verdict = verify_track(chapter, track, say=say)
+            passed += sum(f.ok for f in verdict.findings)
+            failed += sum(not f.ok for f in verdict.findings)
+    echo(f"\nverify: {passed} passed, {failed} failed")
+    sys.exit(0 if failed == 0 else 1)
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False, prog_name="course")
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except CourseError as exc:
+        click.echo(f"course: {exc.message}", err=True)
+        if exc.detail:
+            click.echo(exc.detail, err=True)
+        sys.exit(exc.exit_code)

@@ -1,0 +1,40 @@
+"""Where the course content lives: chapters, starters, references, catalogs and fixtures.
+
+An installed wheel carries them under course/_content/; a source checkout (or an editable install)
+has them at the repository's top level, beside the course/ package. Both have the same shape.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+@lru_cache(maxsize=1)
+def root() -> Path:
+    packaged = _PACKAGE / "_content"
+    if (packaged / "chapters").is_dir():
+        return packaged
+    return _PACKAGE.parent
+
+
+def chapters_dir() -> Path:
+    return root() / "chapters"
+
+
+def starter_dir(language: str, chapter_id: str) -> Path:
+    return root() / "starter" / language / chapter_id
+
+
+def reference_dir(language: str, chapter_id: str) -> Path:
+    return root() / "reference" / language / chapter_id
+
+
+def tests_dir(language: str, chapter_id: str) -> Path:
+    return root() / "tests" / language / chapter_id
+
+
+def fixtures_dir(chapter_id: str) -> Path:
+    return root() / "fixtures" / chapter_id

@@ -1,0 +1,44 @@
+"""One small adapter per language: how its tests are named, how its catalog runs, how a script runs.
+
+Adding a language adds a module here and one line to ADAPTERS; the CLI never branches on language.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Protocol
+
+from course.chapters import Track
+from course.check.results import CaseResult
+from course.errors import UsageError
+
+
+class Adapter(Protocol):
+    name: str
+
+    def test_name(self, entry: str) -> str:
+        """The catalog entry's name in this language ('hand_example' -> 'test_hand_example')."""
+
+    def run_catalog(
+        self,
+        track: Track,
+        code_root: Path,
+        names: list[str],
+        *,
+        timeout: float,
+        select: str = "",
+        on_case: Callable[[CaseResult], None] | None = None,
+    ) -> tuple[list[CaseResult], str]:
+        """Run the named tests against the code in code_root: the cases, and a problem that stopped
+        the run before the tests ('' when none)."""
+
+    def run_script(self, track: Track, code_root: Path, script: Path, args: list[str]) -> int:
+        """Run one of the chapter's scripts with the code under test importable; its exit code."""
+
+
+def get(language: str) -> Adapter:
+    if language == "python":
+        from course.languages.python import PythonAdapter
+
+        return PythonAdapter()
+    raise UsageError(f"no adapter for language {language!r}")

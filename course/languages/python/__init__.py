@@ -1,0 +1,64 @@
+"""The Python adapter: catalogs are pytest files, run by a supervised worker process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+from course.chapters import Track
+from course.check.results import CaseResult
+from course.languages.python import supervisor
+
+
+class PythonAdapter:
+    name = "python"
+
+    def test_name(self, entry: str) -> str:
+        return f"test_{entry}"
+
+    def run_catalog(
+        self,
+        track: Track,
+        code_root: Path,
+        names: list[str],
+        *,
+        timeout: float,
+        select: str = "",
+        on_case: Callable[[CaseResult], None] | None = None,
+    ) -> tuple[list[CaseResult], str]:
+        spec = supervisor.RunSpec(
+            code_root=code_root.resolve(),
+            tests_dir=track.tests.resolve(),
+            names=[self.test_name(n) for n in names],
+            modules=list(track.modules),
+            timeout=timeout,
+            select=select,
+        )
+
+        def to_catalog_name(case: CaseResult) -> None:
+            case.entry = case.entry.removeprefix("test_")
+            if on_case:
+                on_case(case)
+
+        outcome = supervisor.run(spec, on_case=to_catalog_name)
+        return outcome.cases, outcome.problem
+
+    def run_script(self, track: Track, code_root: Path, script: Path, args: list[str]) -> int:
+        harness = str(Path(__file__).resolve().parents[3])  # the folder holding `course`
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code_root), harness]), "PYTHONDONTWRITEBYTECODE": "1"}
+        return subprocess.call([sys.executable, str(script), *args], cwd=code_root, env=env)
+
+    def test_sources(self, track: Track) -> dict[str, str]:
+        """Each test function's source, by name, for results.json's test_code."""
+        import ast
+
+        sources: dict[str, str] = {}
+        for path in sorted(track.tests.glob("test_*.py")):
+            text = path.read_text(encoding="utf-8")
+            for node in ast.parse(text).body:
+                if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                    sources[node.name] = ast.get_source_segment(text, node) or ""
+        return sources

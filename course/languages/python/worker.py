@@ -1,0 +1,202 @@
+"""The child process that runs a Python catalog: `python -m course.languages.python.worker SPEC.json`.
+
+It puts the code under test first on sys.path, imports the chapter's modules (so a syntax error is
+one clear message, not a collection failure), then runs pytest in-process with a plugin that keeps the
+catalog's order, bounds each test with a timer, and streams one JSON line per event to the supervisor
+on a dedicated pipe: the learner's prints cannot corrupt it, and a test that kills the interpreter
+leaves behind exactly the events written before it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+class TestTimeout(BaseException):
+    """Raised in the test by the per-test timer. A BaseException, so `except Exception` in learner
+    code cannot swallow it."""
+
+    __test__ = False  # not a test class, whatever pytest thinks of the name
+
+
+class Events:
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def send(self, **event: Any) -> None:
+        data = (json.dumps(event) + "\n").encode()
+        while data:  # a pipe write can be partial for large events
+            data = data[os.write(self.fd, data) :]
+
+
+def _inside(path: str, root: str) -> bool:
+    try:
+        return os.path.commonpath([os.path.abspath(path), root]) == root
+    except ValueError:
+        return False
+
+
+def locate(tb_entries: list[tuple[str, int]], code_root: str, tests_root: str) -> tuple[str, str]:
+    """The deepest frame in the learner's code and the deepest in the test file, as 'file:line'."""
+    where = test_line = ""
+    for filename, lineno in tb_entries:
+        if _inside(filename, code_root):
+            where = f"{os.path.relpath(filename, code_root)}:{lineno}"
+        elif _inside(filename, tests_root):
+            test_line = f"{os.path.basename(filename)}:{lineno}"
+    return where, test_line
+
+
+def short_message(exc: BaseException, limit: int = 12) -> str:
+    if isinstance(exc, AssertionError):
+        text = str(exc) or "assertion failed"
+    elif isinstance(exc, NotImplementedError):
+        text = f"not implemented yet: {exc}" if str(exc) else "not implemented yet"
+    elif isinstance(exc, SystemExit):
+        text = f"the code called sys.exit({exc.code!r})"
+    else:
+        text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    lines = text.splitlines()
+    return "\n".join(lines[:limit] + (["..."] if len(lines) > limit else []))
+
+
+def classify(exc: BaseException, when: str) -> str:
+    if isinstance(exc, TestTimeout):
+        return "timeout"
+    if when != "call":
+        return "error"
+    if isinstance(exc, (AssertionError, NotImplementedError)):
+        return "fail"
+    return "error"
+
+
+class CatalogPlugin:
+    def __init__(self, spec: dict[str, Any], events: Events) -> None:
+        self.order = {name: i for i, name in enumerate(spec["names"])}
+        self.skip = set(spec.get("skip", ()))
+        self.timeout = float(spec["timeout"])
+        self.code_root = os.path.realpath(spec["code_root"])
+        self.tests_root = os.path.realpath(spec["tests_dir"])
+        self.events = events
+        self.current: dict[str, Any] = {}
+
+    # Collection: only catalog tests, in catalog order, minus those already run by an earlier worker.
+    def pytest_collection_modifyitems(self, session, config, items) -> None:  # noqa: ANN001
+        kept = [i for i in items if i.originalname in self.order and i.nodeid not in self.skip]
+        kept.sort(key=lambda i: self.order[i.originalname])  # stable: cases keep file order
+        dropped = [i for i in items if i not in kept]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+        self.events.send(event="collected", tests=[[i.nodeid, i.originalname] for i in kept])
+
+    def pytest_collectreport(self, report) -> None:  # noqa: ANN001
+        if report.failed:
+            text = str(report.longrepr).strip().splitlines()
+            self.events.send(event="import_error", message=f"{report.nodeid or 'the catalog'} could not be collected: "
+                             + (text[-1] if text else "unknown error"))
+
+    def pytest_runtest_logstart(self, nodeid, location) -> None:  # noqa: ANN001
+        self.current = {"nodeid": nodeid, "status": "pass", "duration": 0.0}
+        self.events.send(event="start", nodeid=nodeid)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item):  # noqa: ANN001, ANN201
+        def expire(signum, frame):  # noqa: ANN001
+            raise TestTimeout(f"the test took longer than {self.timeout:g} s (use --timeout to allow more)")
+
+        previous = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, self.timeout)
+        try:
+            return (yield)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):  # noqa: ANN001, ANN201
+        report = yield
+        self.record(report, call)
+        return report
+
+    def record(self, report, call) -> None:  # noqa: ANN001
+        self.current["duration"] += report.duration
+        if report.skipped and call.when in ("setup", "call"):
+            self.current["status"] = "skip"
+        if not report.failed or self.current["status"] not in ("pass", "skip"):
+            return  # keep the first failure: later phases usually fail because of it
+        exc = call.excinfo.value if call.excinfo else None
+        entries = [(str(e.path), e.lineno + 1) for e in call.excinfo.traceback] if call.excinfo else []
+        where, test_line = locate(entries, self.code_root, self.tests_root)
+        self.current.update(
+            status=classify(exc, call.when) if exc is not None else "error",
+            message=short_message(exc) if exc is not None else str(report.longrepr)[:500],
+            where=where,
+            test_line=test_line,
+            details=str(report.longrepr),
+        )
+
+    def pytest_runtest_logreport(self, report) -> None:  # noqa: ANN001
+        if report.when == "call" and report.capstdout:
+            self.current["output"] = report.capstdout[-500:]
+
+    def pytest_runtest_logfinish(self, nodeid, location) -> None:  # noqa: ANN001
+        self.events.send(event="result", **self.current)
+
+
+def import_modules(modules: list[str], code_root: str) -> str:
+    """Import the learner's modules; the first failure as one readable line, or ''."""
+    import importlib
+
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except SyntaxError as exc:
+            path = os.path.relpath(exc.filename or "?", code_root)
+            return f"{path}:{exc.lineno}: syntax error: {exc.msg}"
+        except BaseException as exc:  # noqa: BLE001 - whatever the import raised is the learner's message
+            frames = [(f.filename, f.lineno or 0) for f in traceback.extract_tb(exc.__traceback__)]
+            where, _ = locate(frames, os.path.realpath(code_root), "")
+            head = f"{where}: " if where else ""
+            kind = "ModuleNotFoundError" if isinstance(exc, ModuleNotFoundError) else type(exc).__name__
+            return f"{head}importing {name} failed: {kind}: {exc}"
+    return ""
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    events = Events(int(spec["events_fd"]))
+    code_root = spec["code_root"]
+    # The code under test comes first; the folder the command was started in does not count (a
+    # learner's own `agent/` must not shadow the reference under --reference, and vice versa).
+    here = os.getcwd()
+    harness = str(Path(__file__).resolve().parents[3])  # the folder holding the `course` package
+    sys.path[:] = [code_root] + [p for p in sys.path if p not in ("", here)] + [harness]
+    os.chdir(code_root)
+
+    problem = import_modules(spec.get("modules", []), code_root)
+    if problem:
+        events.send(event="import_error", message=problem)
+        return 0
+
+    args = [
+        spec["tests_dir"], "-q", "-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:pastebin",
+        "--rootdir", spec["tests_dir"], "-c", os.devnull, "-W", "ignore::pytest.PytestCollectionWarning",
+    ]
+    if spec.get("select"):
+        args += ["-k", spec["select"]]
+    status = pytest.main(args, plugins=[CatalogPlugin(spec, events)])
+    events.send(event="finished", exitstatus=int(status))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))

@@ -1,0 +1,129 @@
+"""The learner's repository: where it is, and the small state file at its root.
+
+The state file (.course.json) records which chapters were started, the last chapter touched, and the
+result of each chapter's last check with a fingerprint of the files it ran on, so that `course diff`
+can tell whether the current files are the ones that passed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from course.errors import ChapterNotStarted, NoLearnerRepo, UsageError
+
+STATE_FILE = ".course.json"
+STATE_VERSION = 1
+
+
+def find_root(start: Path | None = None) -> Path | None:
+    """The nearest folder at or above `start` holding a state file."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / STATE_FILE).is_file():
+            return folder
+    return None
+
+
+def default_start_root(start: Path | None = None) -> Path:
+    """Where `course start` scaffolds when no --dir is given: an existing learner root, else the
+    enclosing git repository's top, else the current folder."""
+    here = (start or Path.cwd()).resolve()
+    found = find_root(here)
+    if found:
+        return found
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return here
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def fingerprint(root: Path, files: tuple[str, ...]) -> str:
+    """A digest of the chapter's learner files as they are now (a missing file counts as missing)."""
+    digest = hashlib.sha256()
+    for name in files:
+        path = root / name
+        digest.update(name.encode() + b"\0")
+        digest.update(path.read_bytes() if path.is_file() else b"\0missing\0")
+    return digest.hexdigest()
+
+
+@dataclass
+class ChapterState:
+    started: str = ""
+    language: str = "python"
+    last_check: dict[str, Any] = field(default_factory=dict)  # passed, total, at, fingerprint
+    passed_fingerprint: str = ""  # the files' fingerprint at the last check that passed everything
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.passed_fingerprint)
+
+
+@dataclass
+class LearnerRepo:
+    root: Path
+    current: str = ""
+    chapters: dict[str, ChapterState] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, root: Path) -> LearnerRepo:
+        path = root / STATE_FILE
+        if not path.is_file():
+            return cls(root=root)
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            chapters = {k: ChapterState(**v) for k, v in raw.get("chapters", {}).items()}
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise UsageError(f"{path} is not a course state file ({exc}); move it aside and run `course start` again") from None
+        return cls(root=root, current=raw.get("current", ""), chapters=chapters)
+
+    @classmethod
+    def find(cls, start: Path | None = None) -> LearnerRepo:
+        root = find_root(start)
+        if root is None:
+            raise NoLearnerRepo(
+                "not inside a learner repository (no .course.json here or above); "
+                "run `course start CHAPTER` in your repository first"
+            )
+        return cls.open(root)
+
+    def state(self, chapter_id: str) -> ChapterState:
+        if chapter_id not in self.chapters:
+            raise ChapterNotStarted(f"chapter {chapter_id} is not started here; run `course start {chapter_id}` first")
+        return self.chapters[chapter_id]
+
+    def resolve_chapter(self, given: str | None) -> str:
+        """The chapter a command acts on: the one named, else the one started last."""
+        if given:
+            return given
+        if not self.current:
+            raise UsageError("no chapter named and none started yet; run `course start CHAPTER` first")
+        return self.current
+
+    def save(self) -> None:
+        """Write atomically: a crash mid-write never leaves a half state file."""
+        data = {
+            "version": STATE_VERSION,
+            "current": self.current,
+            "chapters": {k: vars(v) for k, v in sorted(self.chapters.items())},
+        }
+        fd, tmp = tempfile.mkstemp(prefix=".course.", dir=self.root)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(data, out, indent=2)
+                out.write("\n")
+            os.replace(tmp, self.root / STATE_FILE)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise

@@ -1,0 +1,1 @@
+"""Mutation testing of a chapter's catalog: documented pitfall mutants and mutmut's broad score."""

@@ -1,0 +1,63 @@
+"""Apply one documented mutant to a copy of the reference: an exact find/replace that must match once,
+or a small unified diff. Never called on the reference itself."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from course.chapters import Mutant
+
+
+class StaleMutant(Exception):
+    """The mutant's change no longer applies to the reference."""
+
+
+def apply(mutant: Mutant, root: Path) -> None:
+    path = root / mutant.file
+    if not path.is_file():
+        raise StaleMutant(f"{mutant.file}: no such file")
+    text = path.read_text(encoding="utf-8")
+    path.write_text(_find_replace(mutant, text) if mutant.find else _patch(mutant, text), encoding="utf-8")
+
+
+def _find_replace(mutant: Mutant, text: str) -> str:
+    count = text.count(mutant.find)
+    if count != 1:
+        found = "not found" if count == 0 else f"found {count} times"
+        raise StaleMutant(f"{mutant.file}: {found}: {mutant.find!r}")
+    return text.replace(mutant.find, mutant.replace)
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")
+
+
+def _patch(mutant: Mutant, text: str) -> str:
+    """A minimal unified-diff applier: hunks must match the file exactly at their stated lines."""
+    lines = text.splitlines(keepends=True)
+    out: list[str] = []
+    position = 0
+    diff_lines = [line for line in mutant.diff.splitlines() if not line.startswith(("---", "+++"))]
+    i = 0
+    while i < len(diff_lines):
+        match = _HUNK.match(diff_lines[i])
+        if not match:
+            i += 1
+            continue
+        start = int(match.group(1)) - 1
+        out.extend(lines[position:start])
+        position = start
+        i += 1
+        while i < len(diff_lines) and not diff_lines[i].startswith("@@"):
+            op, body = diff_lines[i][:1], diff_lines[i][1:]
+            if op in (" ", "-"):
+                if position >= len(lines) or lines[position].rstrip("\n") != body:
+                    raise StaleMutant(f"{mutant.file}:{position + 1}: expected {body!r}")
+                if op == " ":
+                    out.append(lines[position])
+                position += 1
+            elif op == "+":
+                out.append(body + "\n")
+            i += 1
+    out.extend(lines[position:])
+    return "".join(out)

@@ -1,0 +1,109 @@
+"""`course mutants`: run a chapter's documented pitfall mutants against its catalog.
+
+First the catalog on the untouched reference (it must pass: a mutant is only killed relative to a
+passing baseline). Then each mutant on a temporary copy of the reference, several at once, each with a
+per-test timeout derived from the baseline. The reference itself is only ever read.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from course import processes
+from course.chapters import Chapter, Mutant, Track
+from course.check import run_check
+from course.check.results import TIMEOUT, CheckResult
+from course.errors import CourseError
+from course.mutation.apply import StaleMutant, apply
+
+KILLED, SURVIVED, TIMED_OUT, STALE = "killed", "survived", "timeout", "stale"
+
+
+class BaselineFailed(CourseError):
+    """The catalog does not pass on the untouched reference, so no mutant can be judged."""
+
+
+@dataclass
+class MutantResult:
+    mutant: Mutant
+    status: str
+    failing: list[str] = field(default_factory=list)  # the catalog tests that failed: its kill signature
+    detail: str = ""  # why it is stale, or what stopped the run
+
+    @property
+    def documented(self) -> bool:
+        """Killed by at least one of the tests the manifest says catch it."""
+        return self.status in (KILLED, TIMED_OUT) and bool(set(self.failing) & set(self.mutant.caught_by))
+
+    def as_dict(self) -> dict:
+        return {"id": self.mutant.id, "pitfall": self.mutant.pitfall, "status": self.status,
+                "failing": self.failing, "caught_by": list(self.mutant.caught_by),
+                "killed_as_documented": self.documented, "detail": self.detail}
+
+
+def derived_timeout(baseline: CheckResult) -> float:
+    """Per-test time allowed to a mutant: well above the slowest baseline case, never below 2 s."""
+    slowest = max((c.duration for e in baseline.entries for c in e.cases), default=0.0)
+    return max(2.0, 10 * slowest)
+
+
+def baseline(chapter: Chapter, track: Track) -> CheckResult:
+    result = run_check(chapter, track, track.reference)
+    if not result.ok:
+        failing = ", ".join(sorted(result.failing)) or result.problem
+        raise BaselineFailed(f"chapter {chapter.id}: the catalog does not pass on the reference ({failing}); "
+                             "no mutant can be judged")
+    return result
+
+
+def run_one(chapter: Chapter, track: Track, mutant: Mutant, timeout: float) -> MutantResult:
+    with tempfile.TemporaryDirectory(prefix=f"course-{chapter.id}-{mutant.id}-") as tmp:
+        copy = Path(tmp) / "code"
+        shutil.copytree(track.reference, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        try:
+            apply(mutant, copy)
+        except StaleMutant as exc:
+            return MutantResult(mutant, STALE, detail=str(exc))
+        result = run_check(chapter, track, copy, timeout=timeout)
+    failing = [e.entry.name for e in result.entries if e.status != "pass"]
+    if result.problem:
+        return MutantResult(mutant, KILLED, failing, detail=result.problem)
+    if not failing:
+        return MutantResult(mutant, SURVIVED)
+    timed_out = any(e.status == TIMEOUT for e in result.entries)
+    return MutantResult(mutant, TIMED_OUT if timed_out else KILLED, failing)
+
+
+def run_mutants(
+    chapter: Chapter,
+    track: Track,
+    mutants: list[Mutant],
+    *,
+    jobs: int | None = None,
+    on_result: Callable[[MutantResult], None] | None = None,
+) -> list[MutantResult]:
+    """Judge each mutant; results in manifest order. Ctrl-C stops the workers and removes the copies."""
+    timeout = derived_timeout(baseline(chapter, track))
+    results: dict[str, MutantResult] = {}
+    pool = ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2)
+    futures = [pool.submit(run_one, chapter, track, m, timeout) for m in mutants]
+    try:
+        for future in as_completed(futures):
+            result = future.result()
+            results[result.mutant.id] = result
+            if on_result:
+                on_result(result)
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        processes.kill_all()  # the running workers die; their threads then remove their copies
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return [results[m.id] for m in mutants]

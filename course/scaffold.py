@@ -1,0 +1,54 @@
+"""`course start`: render a chapter's stubs and write the ones the learner does not have yet.
+
+A learner's file is never overwritten or deleted: files are created with exclusive-create, so even a
+file that appears between the check and the write is left alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from course.chapters import Chapter, Track
+
+
+@dataclass
+class ScaffoldResult:
+    written: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+
+
+def render(chapter: Chapter, track: Track, name: str) -> str:
+    """One stub as the learner receives it: the starter file rendered as a Jinja2 template."""
+    import jinja2
+
+    source = (track.starter / name).read_text(encoding="utf-8")
+    template = jinja2.Environment(keep_trailing_newline=True, undefined=jinja2.StrictUndefined).from_string(source)
+    return template.render(chapter=chapter)
+
+
+def render_all(chapter: Chapter, track: Track, into: Path) -> None:
+    """Render every stub of the track under `into` (a fresh folder): how verify tests the stubs."""
+    for name in track.files:
+        target = into / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(render(chapter, track, name), encoding="utf-8")
+
+
+def scaffold(chapter: Chapter, track: Track, root: Path) -> ScaffoldResult:
+    result = ScaffoldResult()
+    for name in track.files:
+        target = root / name
+        if target.exists():
+            result.kept.append(name)
+            continue
+        text = render(chapter, track, name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with open(target, "x", encoding="utf-8") as out:
+                out.write(text)
+        except FileExistsError:
+            result.kept.append(name)
+            continue
+        result.written.append(name)
+    return result

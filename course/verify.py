@@ -1,0 +1,140 @@
+"""`course verify`: prove a chapter sound, for every chapter and language.
+
+1. The manifest is consistent: every file, test and mutant it names exists, ids are unique.
+2. The reference passes the whole catalog.
+3. Every catalog test fails on the freshly rendered stubs (a test that passes on a stub checks nothing).
+4. Every documented mutant is killed by at least one of the tests the manifest says catch it.
+Each mutant's kill signature is recorded in the chapter's signatures.json for `course check` hints.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from course import languages
+from course.chapters import Chapter, Track
+from course.check import run_check
+from course.check.results import PASS
+
+
+@dataclass
+class Finding:
+    chapter: str
+    language: str
+    step: str  # manifest | reference | stubs | mutants
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class ChapterVerdict:
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(f.ok for f in self.findings)
+
+
+def _duplicates(values: list[str]) -> list[str]:
+    seen: set[str] = set()
+    return sorted({v for v in values if v in seen or seen.add(v)})
+
+
+def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
+    problems = []
+    names = [e.name for e in chapter.catalog]
+    for dup in _duplicates(names):
+        problems.append(f"catalog name {dup!r} appears twice")
+    for name in track.files:
+        for kind, folder in (("starter", track.starter), ("reference", track.reference)):
+            if not (folder / name).is_file():
+                problems.append(f"{kind} file missing: {folder / name}")
+    adapter = languages.get(track.language)
+    defined = adapter.test_sources(track)
+    for entry in chapter.catalog:
+        if adapter.test_name(entry.name) not in defined:
+            problems.append(f"catalog entry {entry.name!r}: no {adapter.test_name(entry.name)} in {track.tests}")
+    catalogued = {adapter.test_name(n) for n in names}
+    for test in sorted(set(defined) - catalogued):
+        problems.append(f"{test} in {track.tests} is not in the catalog (course check would never run it)")
+    if track.run and not (track.tests / track.run).is_file():
+        problems.append(f"run script missing: {track.tests / track.run}")
+    for dup in _duplicates([m.id for m in track.mutants]):
+        problems.append(f"mutant id {dup!r} appears twice")
+    pitfalls = {p.id for p in chapter.pitfalls}
+    for mutant in track.mutants:
+        if mutant.pitfall not in pitfalls:
+            problems.append(f"mutant {mutant.id}: pitfall {mutant.pitfall} is not among the chapter's pitfalls")
+        for test in mutant.caught_by:
+            if test not in names:
+                problems.append(f"mutant {mutant.id}: caught_by names {test!r}, which is not in the catalog")
+        if mutant.file not in track.files:
+            problems.append(f"mutant {mutant.id}: file {mutant.file} is not one of the track's files")
+    return problems
+
+
+def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], None],
+                 record_signatures: bool = True) -> ChapterVerdict:
+    from course.mutation.documented import BaselineFailed, run_mutants
+    from course.scaffold import render_all
+
+    verdict = ChapterVerdict()
+
+    def note(step: str, ok: bool, detail: str = "") -> None:
+        finding = Finding(chapter.id, track.language, step, ok, detail)
+        verdict.findings.append(finding)
+        say(finding)
+
+    problems = manifest_problems(chapter, track)
+    note("manifest", not problems, "; ".join(problems) or
+         f"{len(chapter.catalog)} tests, {len(track.files)} files, {len(track.mutants)} mutants")
+    if problems:
+        return verdict
+
+    reference = run_check(chapter, track, track.reference)
+    note("reference", reference.ok, f"{reference.passed} of {reference.total} tests pass on the reference"
+         + (f": {reference.problem}" if reference.problem else ""))
+
+    with tempfile.TemporaryDirectory(prefix=f"course-{chapter.id}-stubs-") as tmp:
+        render_all(chapter, track, Path(tmp))
+        stubs = run_check(chapter, track, Path(tmp))
+    passing = [e.test_name for e in stubs.entries if e.status == PASS]
+    note("stubs", not passing, f"{stubs.total - len(passing)} of {stubs.total} tests fail on the stubs"
+         + (f"; these pass on a stub, so they check nothing: {', '.join(passing)}" if passing else ""))
+
+    if not reference.ok or not track.mutants:
+        return verdict
+    try:
+        results = run_mutants(chapter, track, list(track.mutants))
+    except BaselineFailed as exc:
+        note("mutants", False, exc.message)
+        return verdict
+    bad = [r for r in results if not r.documented]
+    detail = f"{len(results) - len(bad)} of {len(results)} mutants killed as documented"
+    if bad:
+        detail += "; " + "; ".join(f"{r.mutant.id} {r.status}"
+                                   + (f" (failed: {', '.join(r.failing)}; documented: {', '.join(r.mutant.caught_by)})"
+                                      if r.failing else "") + (f": {r.detail}" if r.detail else "") for r in bad)
+    note("mutants", not bad, detail)
+    if record_signatures and not bad:
+        write_signatures(chapter, track.language, {r.mutant.id: r.failing for r in results})
+    return verdict
+
+
+def write_signatures(chapter: Chapter, language: str, signatures: dict[str, list[str]]) -> bool:
+    """Record kill signatures beside the manifest; True if the file changed."""
+    path = chapter.signatures_path
+    data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    wanted = {k: sorted(v) for k, v in sorted(signatures.items())}
+    if data.get(language) == wanted:
+        return False
+    data[language] = wanted
+    try:
+        path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    except OSError:
+        return False  # an installed, read-only copy: the shipped signatures stay as they are
+    return True
