@@ -2,10 +2,12 @@
 
 An installed wheel carries them under course/_content/; a source checkout (or an editable install)
 has them at the repository's top level, beside the course/ package. Both have the same shape.
+COURSE_CONTENT names another folder of that shape (an instructor's work in progress, a test's copy).
 """
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -14,6 +16,8 @@ _PACKAGE = Path(__file__).resolve().parent
 
 @lru_cache(maxsize=1)
 def root() -> Path:
+    if os.environ.get("COURSE_CONTENT"):
+        return Path(os.environ["COURSE_CONTENT"]).resolve()
     packaged = _PACKAGE / "_content"
     if (packaged / "chapters").is_dir():
         return packaged

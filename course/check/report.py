@@ -37,14 +37,26 @@ class TerminalReport:
         self.echo(line)
         if result.missing:
             self.echo(f"          the catalog names {result.test_name} but no test file defines it")
-        for case in failures[:MAX_CASES_SHOWN]:
-            self._case(case)
-        if len(failures) > MAX_CASES_SHOWN:
-            self.echo(click.style(f"          ... and {len(failures) - MAX_CASES_SHOWN} more failing cases", dim=True))
+        # Cases failing the same way are shown once: fifteen copies of one message help nobody.
+        groups: dict[tuple[str, str], list] = {}
+        for case in failures:
+            groups.setdefault((case.message, case.where), []).append(case)
+        for cases in list(groups.values())[:MAX_CASES_SHOWN]:
+            self._case(cases)
+        if len(groups) > MAX_CASES_SHOWN:
+            hidden = sum(len(c) for c in list(groups.values())[MAX_CASES_SHOWN:])
+            self.echo(click.style(f"          ... and {hidden} more failing cases (-v shows them all)", dim=True))
 
-    def _case(self, case) -> None:  # noqa: ANN001
+    def _case(self, cases: list) -> None:
         pad = " " * 10
-        head = f"case {case.case}: " if case.case else ""
+        case = cases[0]
+        named = [c.case for c in cases if c.case]
+        head = ""
+        if len(named) == 1:
+            head = f"case {named[0]}: "
+        elif named:
+            shown = ", ".join(named[:4]) + (f" and {len(named) - 4} more" if len(named) > 4 else "")
+            head = f"cases {shown}: "
         message = case.details if self.verbose and case.details else case.message
         lines = (head + message).splitlines() or [case.status]
         for line in lines:

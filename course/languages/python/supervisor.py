@@ -72,7 +72,9 @@ class _Worker:
                 stdout=subprocess.DEVNULL,
                 stderr=self.stderr,
                 pass_fds=(write_fd,),
-                env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+                # No third-party pytest plugins: the catalog needs none, and whatever else is
+                # installed (anyio, trio, ...) costs start-up time and could change behaviour.
+                env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
             )
         except BaseException:
             os.close(read_fd)
@@ -172,9 +174,13 @@ def run(spec: RunSpec, on_case: Callable[[CaseResult], None] | None = None) -> R
                     finished = True
                 elif kind == "finished":
                     finished = True
+                    if event["exitstatus"] in (2, 3, 4) and not outcome.cases and not outcome.problem:
+                        outcome.problem = f"pytest stopped with exit code {event['exitstatus']}"
         finally:
             stderr = worker.close()
         if finished:
+            if outcome.problem.startswith("pytest stopped") and stderr:
+                outcome.problem += ": " + stderr.splitlines()[-1]
             return outcome
         if current:  # the worker died inside a test: blame that test, then run the rest
             record(CaseResult(entry=names[current], case=_case_of(current), status=ERROR,

@@ -188,7 +188,7 @@ def main(argv: list[str]) -> int:
         return 0
 
     args = [
-        spec["tests_dir"], "-q", "-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:pastebin",
+        spec["tests_dir"], "-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:pastebin",
         "--rootdir", spec["tests_dir"], "-c", os.devnull, "-W", "ignore::pytest.PytestCollectionWarning",
     ]
     if spec.get("select"):

@@ -1,0 +1,1 @@
+"""An agent, built one chapter at a time: this package holds your code."""

@@ -1,0 +1,198 @@
+"""Server-sent events: the bytes of a streamed answer turned into events, and events into deltas."""
+
+from __future__ import annotations
+
+import codecs
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from agent.provider.errors import ProviderError, StreamError
+from agent.types import (
+    Delta,
+    DoneDelta,
+    ErrorDelta,
+    TextDelta,
+    ToolCall,
+    ToolCallArgsDelta,
+    ToolCallEndDelta,
+    ToolCallStartDelta,
+    UsageDelta,
+)
+
+
+class BinaryReader(Protocol):
+    """Anything with read(n) returning up to n bytes, and b"" at the end."""
+
+    def read(self, n: int, /) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class Event:
+    """One server-sent event. `id` is the last event id seen so far, as the spec defines it."""
+
+    data: str
+    event: str = "message"
+    id: str = ""
+
+
+class EventReader:
+    """Iterates over the events of a text/event-stream body (WHATWG HTML, "server-sent events").
+
+    A read may end anywhere: inside a line, inside a UTF-8 character, between the CR and LF of one
+    line end. The reader carries that state from one read to the next, and its cost stays linear
+    in the size of the input whatever the read size.
+    """
+
+    def __init__(self, stream: BinaryReader, read_size: int = 65536) -> None:
+        self._stream = stream
+        self._read_size = read_size
+        self._events = self._parse()
+
+    def __iter__(self) -> Iterator[Event]:
+        # the generator itself, so that a for loop steps it without a Python-level __next__ per event
+        return self._events
+
+    def __next__(self) -> Event:
+        return next(self._events)
+
+    def _parse(self) -> Iterator[Event]:
+        data: list[str] = []  # the data lines of the event being read
+        event_type = ""
+        last_id = ""  # unlike the other two, kept from one event to the next
+        for lines in self._line_batches():
+            for line in lines:
+                if not line:  # a blank line dispatches the event, if it has data
+                    if data:
+                        yield Event("\n".join(data), event_type or "message", last_id)
+                    data = []
+                    event_type = ""
+                    continue
+                # "name: value" (a line without a colon is a name with an empty value);
+                # a comment ": ping" has the empty name, which matches no field below
+                name, _, value = line.partition(":")
+                if value[:1] == " ":
+                    value = value[1:]
+                if name == "data":
+                    data.append(value)
+                elif name == "event":
+                    event_type = value
+                elif name == "id" and "\0" not in value:
+                    last_id = value
+        # end of input: an event without its blank line is discarded, as the spec says
+
+    def _line_batches(self) -> Iterator[list[str]]:
+        """Yields the complete lines of the body, without their line ends, one list per read."""
+        # utf-8-sig removes one leading BOM, even one split across reads; undecodable bytes
+        # become U+FFFD, as the spec's UTF-8 decoding does
+        decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
+        unfinished: list[str] = []  # pieces of the line being read, joined once when it ends
+        after_cr = False  # the previous text ended in CR: a LF that starts this one ends no line
+        while chunk := self._stream.read(self._read_size):
+            text = decoder.decode(chunk)
+            if not text:  # only part of a character so far
+                continue
+            if after_cr and text[0] == "\n":
+                text = text[1:]
+            after_cr = text.endswith("\r")
+            if "\r" in text:  # CRLF first, so that its CR and LF do not end two lines
+                text = text.replace("\r\n", "\n").replace("\r", "\n")
+            lines = text.split("\n")
+            if len(lines) == 1:
+                unfinished.append(text)
+                continue
+            unfinished.append(lines[0])
+            lines[0] = "".join(unfinished)
+            unfinished = [lines.pop()]
+            yield lines
+
+
+@dataclass
+class _OpenCall:
+    id: str
+    name: str
+    fragments: list[str] = field(default_factory=list)
+
+
+class Decoder:
+    """Turns the data of each chat-completions stream event into deltas.
+
+    It keeps the tool calls still open, by index: a call's argument fragments may arrive
+    interleaved with those of other calls, so each fragment goes to the call its index names.
+    """
+
+    def __init__(self) -> None:
+        self._open: dict[int, _OpenCall] = {}
+        self._finish_reason = ""
+
+    def decode(self, data: str) -> tuple[list[Delta], bool]:
+        """The deltas of one event, and whether the stream is finished."""
+        if data == "[DONE]":
+            deltas = self._close_open_calls()
+            deltas.append(DoneDelta(self._finish_reason))
+            return deltas, True
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            error = ProviderError(f"invalid JSON in stream event: {data[:200]!r}")
+            return [ErrorDelta(error)], True
+        if not isinstance(chunk, dict):
+            return [ErrorDelta(ProviderError(f"unexpected stream event: {data[:200]!r}"))], True
+        if "error" in chunk:
+            return [ErrorDelta(_stream_error(chunk["error"]))], True
+        try:
+            return self._decode_chunk(chunk), False
+        except (AttributeError, TypeError, ValueError):  # valid JSON of the wrong shape
+            return [ErrorDelta(ProviderError(f"unexpected stream event: {data[:200]!r}"))], True
+
+    def _decode_chunk(self, chunk: dict) -> list[Delta]:
+        deltas: list[Delta] = []
+        for choice in chunk.get("choices") or ():
+            if choice.get("index", 0) != 0:  # we ask for one answer; others would mix their calls in
+                continue
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if content:  # servers send "" (with the role, or while a character is incomplete)
+                deltas.append(TextDelta(content))
+            for entry in delta.get("tool_calls") or ():
+                self._add_tool_fragment(entry, deltas)
+            if choice.get("finish_reason"):
+                self._finish_reason = choice["finish_reason"]
+                deltas.extend(self._close_open_calls())
+        usage = chunk.get("usage")  # the last chunk, with "choices": [], when include_usage was asked
+        if usage:
+            deltas.append(UsageDelta(usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0))
+        return deltas
+
+    def _add_tool_fragment(self, entry: dict, deltas: list[Delta]) -> None:
+        index = int(entry.get("index", 0))
+        function = entry.get("function") or {}
+        call = self._open.get(index)
+        if call is None:  # id and name come with the first fragment of a call
+            call = self._open[index] = _OpenCall(entry.get("id") or "", function.get("name") or "")
+            deltas.append(ToolCallStartDelta(index, call.id, call.name))
+        fragment = function.get("arguments")
+        if fragment:
+            call.fragments.append(fragment)
+            deltas.append(ToolCallArgsDelta(index, fragment))
+
+    def _close_open_calls(self) -> list[Delta]:
+        """Ends every open call, in index order, its arguments joined ("{}" when none came)."""
+        ends: list[Delta] = []
+        for index in sorted(self._open):
+            call = self._open[index]
+            arguments = "".join(call.fragments) or "{}"
+            ends.append(ToolCallEndDelta(index, ToolCall(call.id, call.name, arguments)))
+        self._open.clear()
+        return ends
+
+
+def _stream_error(error: object) -> StreamError:
+    if not isinstance(error, dict):
+        return StreamError(message=str(error))
+    return StreamError(
+        type=str(error.get("type") or ""),
+        code=str(error.get("code") or ""),
+        message=str(error.get("message") or ""),
+    )

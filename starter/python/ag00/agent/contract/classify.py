@@ -1,0 +1,75 @@
+"""Sort one non-streaming Responses reply into exactly one kind.
+
+Three statuses are read in order, each only once the previous one said yes:
+the HTTP status (did the server answer?), the response's own ``status`` (did
+generation finish?), and then the output items (what did the model produce?).
+None of them says the task is done; the loop decides that against receipts.
+
+Only the item shapes this chapter illustrates are accepted. Anything else is
+``unsupported``: a new capability deserves its own adapter and fixture, not a
+guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+
+class Kind(str, Enum):
+    HTTP_ERROR = "http_error"
+    INCOMPLETE = "incomplete"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    REFUSED = "refused"
+    TOOL_REQUESTS = "tool_requests"
+    TEXT = "text"
+    EMPTY = "empty"
+    UNSUPPORTED = "unsupported"
+    INVALID_TOOL_CALL = "invalid_tool_call"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The classification of one reply."""
+
+    kind: Kind
+    retryable: bool = False  # HTTP_ERROR only: may the same request be sent again later?
+    reason: str | None = None  # incomplete reason, error code, refusal text, or what was unsupported
+    calls: tuple[dict[str, Any], ...] = ()  # TOOL_REQUESTS: the function_call items, in order
+    text: str = ""  # TEXT: all output_text parts, joined
+
+
+def is_retryable(http_status: int) -> bool:
+    """True for 429 and for every 5xx status (500 to 599); False for any other status."""
+    raise NotImplementedError("is_retryable: which HTTP errors may pass if sent again later?")
+
+
+def classify_response(body: Any, http_status: int = 200) -> Verdict:
+    """Classify a parsed JSON ``body`` received with ``http_status``. Decide in this order:
+
+    1. ``http_status`` is not 200: ``HTTP_ERROR`` with ``retryable=is_retryable(http_status)``
+       and ``reason`` = the body's ``error.code`` when there is one (else None).
+    2. ``body`` is not a dict: ``UNSUPPORTED``.
+    3. ``body["status"]``: ``"incomplete"`` gives ``INCOMPLETE`` with ``reason`` =
+       ``incomplete_details.reason`` (None when absent), whatever the output holds;
+       ``"failed"`` gives ``FAILED`` with ``reason`` = ``error.code``; ``"cancelled"``
+       gives ``CANCELLED``; anything but ``"completed"`` gives ``UNSUPPORTED``.
+    4. ``body["output"]`` is not a list: ``UNSUPPORTED``. Otherwise walk its items:
+
+       - ``function_call``: ``call_id``, ``name`` and ``arguments`` must all be
+         non-empty strings, else return ``INVALID_TOOL_CALL``; keep the item as is.
+       - ``message``: its ``status`` must be absent or ``"completed"`` and its
+         ``content`` a list, else ``UNSUPPORTED``. For each part: a ``refusal``
+         part returns ``REFUSED`` at once with ``reason`` = its ``refusal`` text;
+         an ``output_text`` part with a string ``text`` is kept; anything else is
+         ``UNSUPPORTED``.
+       - ``reasoning``: skip it (the loop sends it back, nobody reads it here).
+       - anything else, including a non-dict item: ``UNSUPPORTED``.
+
+    5. After the walk: any calls give ``TOOL_REQUESTS`` with ``calls`` (in output
+       order; text beside them is a preamble); else any text gives ``TEXT`` with
+       the parts joined by ``""``; else ``EMPTY``.
+    """
+    raise NotImplementedError("classify_response: HTTP status, then response status, then items")

@@ -1,0 +1,43 @@
+"""Build one non-streaming Responses request.
+
+Credentials and the user's identity are not part of the body: the API key
+travels in a header set by the caller, and identity stays in the application.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from agent.contract.orders import READ_ORDER_TOOL
+
+DEVELOPER_INSTRUCTIONS = (
+    "Answer questions about orders with the read_order tool; never guess an order's status. "
+    "Pass only order_id: the application knows who is signed in and checks access itself. "
+    "Reply with a JSON object with exactly the keys order_id, status and source, copied from the tool result. "
+    "Never try to change an order."
+)
+
+# Caps what one call may generate (and cost). A reply cut by this cap comes back
+# with status "incomplete", reason "max_output_tokens".
+OUTPUT_TOKEN_BUDGET = 500
+
+
+def build_request(question: str, *, model: str, max_output_tokens: int = OUTPUT_TOKEN_BUDGET) -> dict[str, Any]:
+    """The JSON body for ``POST /v1/responses``: model, instructions, question, tool, budget.
+
+    Return a dict with exactly four keys:
+
+    - ``"model"``: ``model``;
+    - ``"input"``: two messages, in this order:
+      ``{"role": "developer", "content": DEVELOPER_INSTRUCTIONS}`` then
+      ``{"role": "user", "content": question}``;
+    - ``"tools"``: a list holding one *copy* of ``READ_ORDER_TOOL`` (``copy.deepcopy``),
+      so that editing the request never edits the module's tool;
+    - ``"max_output_tokens"``: ``max_output_tokens``.
+
+    Raise ``ValueError`` when ``model`` or ``question`` is empty or only blanks, or
+    when ``max_output_tokens`` is not a positive ``int`` (``True`` and ``"500"`` are
+    not budgets).
+    """
+    raise NotImplementedError("build_request: assemble the request body")

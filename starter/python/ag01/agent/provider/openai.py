@@ -1,0 +1,88 @@
+"""A Provider for any server that speaks the OpenAI chat-completions API with streaming.
+
+`Config` is given; `request_body` and `OpenAIProvider.chat_stream` are yours (sections 2.1,
+4 and 7 of `course show ag01`). Use http.client, from the standard library.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from agent.provider.errors import APIError, StreamCutError
+from agent.provider.sse import Decoder, EventReader
+from agent.types import CallOptions, Delta, DeltaStream, ErrorDelta, Message, Role, ToolCall, ToolDef
+
+
+@dataclass
+class Config:
+    """Where and how to reach the server. `base_url` ends before /chat/completions, e.g. http://127.0.0.1:8080/v1."""
+
+    base_url: str
+    api_key: str = ""
+    model: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout: float = 60.0  # seconds, for connecting and for each read
+
+
+def request_body(
+    model: str,
+    messages: Sequence[Message],
+    tools: Sequence[ToolDef] = (),
+    options: CallOptions | None = None,
+) -> dict:
+    """Return the JSON body (a dict) of a streamed chat-completions request.
+
+    - Always: "model", "messages", "stream": True, "stream_options": {"include_usage": True}
+      (without that option most servers never send the usage chunk).
+    - "tools" only when there are some, each {"type": "function", "function": {"name": ...,
+      "description": ..., "parameters": ...}}.
+    - "temperature" and "max_tokens" only when options sets them (not None).
+    - Each message: {"role": "user", "content": "..."} (the role's string value), plus:
+      * with tool calls: "tool_calls": [{"id": ..., "type": "function", "function": {"name": ...,
+        "arguments": ...}}], where arguments is the JSON *string* ("{}" when it is ""), and
+        "content": None (null) when the content is "";
+      * "tool_call_id" when it is set (tool messages);
+      * "name" only when it is not "".
+    """
+    raise NotImplementedError("request_body: see its docstring and section 4 of `course show ag01`.")
+
+
+class OpenAIProvider:
+    """Streams chat completions over HTTP with the standard library's http.client."""
+
+    def __init__(self, config: Config) -> None:
+        self._config = config
+        # you may prepare more here, e.g. the host, port and path taken from config.base_url
+
+    def chat_stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDef] = (),
+        options: CallOptions | None = None,
+    ) -> DeltaStream:
+        """Send the request, then return a generator of deltas.
+
+        Before returning (so these are raised to the caller):
+        - open an http.client.HTTPConnection (HTTPSConnection for https) to the host and port
+          of config.base_url, with timeout=config.timeout;
+        - POST to the path of base_url + "/chat/completions" the JSON of request_body(config.model,
+          ...), with headers Content-Type: application/json, Accept: text/event-stream,
+          Authorization: Bearer <api_key> (only when api_key is set), and config.headers;
+        - if the status is not 2xx: read the body and raise APIError(status, type, code, message,
+          retry_after) from its {"error": {...}} (the body may not be JSON at all: tolerate it);
+          retry_after = the Retry-After header as seconds (float), None when absent or not a
+          number. Close the connection first. Errors while connecting (OSError) just propagate.
+
+        The generator then reads the body with EventReader and Decoder and yields every delta:
+        - it stops after the Decoder says the stream is finished;
+        - when the body ends before that: yield ErrorDelta(StreamCutError());
+        - when reading fails (OSError or http.client.HTTPException): yield ErrorDelta(that error);
+        - in a `finally`, close the response AND the connection: when the caller closes the
+          generator early, that is what tells the server to stop (section 7).
+        Tip: response.read(n) waits for n bytes; response.read1(n) returns what has arrived.
+        """
+        raise NotImplementedError("OpenAIProvider.chat_stream: see its docstring and `course show ag01`.")

@@ -1,0 +1,96 @@
+"""Retrying a provider, but only while retrying cannot duplicate what the caller already has.
+
+The RetryPolicy fields are given; `delay`, `retryable`, `with_retry` and
+`RetryingProvider.chat_stream` are yours (section 2.3 of `course show ag01`).
+"""
+
+from __future__ import annotations
+
+import http.client
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from agent.provider.errors import APIError, StreamCutError, StreamError
+from agent.types import (
+    CallOptions,
+    Delta,
+    DeltaStream,
+    DoneDelta,
+    ErrorDelta,
+    Message,
+    Provider,
+    ToolDef,
+    is_content,
+)
+
+
+@dataclass
+class RetryPolicy:
+    """How often and how patiently to retry. Times are in seconds."""
+
+    max_attempts: int = 3  # counts the first attempt
+    initial: float = 0.5
+    max: float = 30.0
+    multiplier: float = 2.0
+    max_retry_after: float = 60.0  # a server asking for a longer wait than this is not retried
+    sleep: Callable[[float], None] = time.sleep
+
+    def delay(self, n: int, error: BaseException | None = None) -> float:
+        """Return the wait, in seconds, after failure number `n` (n == 1 after the first failure).
+
+        When `error` is an APIError whose retry_after is not None, return retry_after.
+        Otherwise return min(max, initial * multiplier ** (n - 1)): 0.5, 1, 2, 4, ... with the
+        defaults.
+        """
+        raise NotImplementedError("RetryPolicy.delay: see section 2.3 of `course show ag01`.")
+
+
+def retryable(error: BaseException) -> bool:
+    """Return True when the same request could succeed if sent again.
+
+    True for: APIError with status 408, 429, 500, 502, 503 or 504; StreamCutError; StreamError
+    whose type is "server_error"; ConnectionError (refused, reset, aborted; it includes
+    http.client.RemoteDisconnected); http.client.IncompleteRead; TimeoutError.
+    False for everything else: other statuses, other StreamErrors, a ProviderError (invalid
+    JSON), any other exception.
+    """
+    raise NotImplementedError("retryable: see the table in section 2.3 of `course show ag01`.")
+
+
+def with_retry(provider: Provider, policy: RetryPolicy | None = None) -> RetryingProvider:
+    """Return RetryingProvider(provider, policy), with RetryPolicy() when policy is None."""
+    raise NotImplementedError("with_retry: see section 2.3 of `course show ag01`.")
+
+
+class RetryingProvider:
+    """A Provider that retries another one up to the commitment boundary: the first content delta."""
+
+    def __init__(self, provider: Provider, policy: RetryPolicy) -> None:
+        self._provider = provider
+        self._policy = policy
+
+    def chat_stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDef] = (),
+        options: CallOptions | None = None,
+    ) -> DeltaStream:
+        """Call the inner provider, retrying failures that happen before the first content delta.
+
+        A failure may be retried when retryable(error) says so, attempts are left (max_attempts
+        counts the first attempt), and it is not an APIError whose retry_after exceeds
+        policy.max_retry_after. Before each new attempt call policy.sleep(policy.delay(n, error)),
+        n being the number of failures so far.
+
+        1. Call the inner chat_stream. If it raises: retry if allowed, else re-raise.
+        2. Read deltas from the stream and hold them back until the first content delta
+           (is_content), a DoneDelta or an ErrorDelta. An ErrorDelta there whose error may be
+           retried: close that stream, drop what you held, sleep, and start again at 1.
+        3. Otherwise you are committed: return a generator that yields the held deltas, then
+           every remaining delta of the stream unchanged (a later ErrorDelta included: never
+           retried, the caller already has text), and closes the inner stream in a `finally`.
+        When no attempt is left, the last failure reaches the caller as it came: raised, or as
+        an ErrorDelta in the returned stream.
+        """
+        raise NotImplementedError("RetryingProvider.chat_stream: see section 2.3 of `course show ag01`.")

@@ -1,0 +1,49 @@
+"""Helpers for the harness's own tests: run `course` as a learner would, in a temporary repository."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Ran:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def course():
+    def run(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> Ran:
+        full_env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(REPO), **(env or {})}
+        done = subprocess.run([sys.executable, "-m", "course", *args], cwd=cwd, env=full_env,
+                              capture_output=True, text=True, timeout=timeout)
+        return Ran(done.returncode, done.stdout, done.stderr)
+
+    return run
+
+
+@pytest.fixture
+def learner(tmp_path: Path) -> Path:
+    root = tmp_path / "my-agent"
+    root.mkdir()
+    (root / ".git").mkdir()  # a learner's repository
+    return root
+
+
+def copy_reference(chapter: str, into: Path) -> None:
+    shutil.copytree(REPO / "reference" / "python" / chapter, into, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def tree_digest(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}

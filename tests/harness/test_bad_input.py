@@ -1,0 +1,95 @@
+"""Bad input gets one clear line and a documented exit code; broken learner code gets a verdict,
+never a harness traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import copy_reference
+from test_learner_loop import CATALOG, CHAPTER, verdict_lines
+
+
+def started_with_reference(course, learner: Path) -> None:
+    assert course("start", CHAPTER, cwd=learner).code == 0
+    copy_reference(CHAPTER, learner)
+
+
+def append(path: Path, text: str) -> None:
+    path.write_text(path.read_text() + "\n" + text)
+
+
+def test_unknown_chapter_is_a_usage_error_listing_the_chapters(course, learner: Path) -> None:
+    ran = course("start", "zz99", cwd=learner)
+    assert ran.code == 2
+    assert "unknown chapter 'zz99'" in ran.err and CHAPTER in ran.err
+    assert "Traceback" not in ran.err
+    assert not (learner / ".course.json").exists()
+
+
+def test_outside_a_learner_repository_says_to_start(course, tmp_path: Path) -> None:
+    for command in ("check", "diff", "show"):
+        ran = course(command, cwd=tmp_path)
+        assert ran.code == 2, (command, ran.err)
+        assert "course start" in ran.err and "Traceback" not in ran.err
+
+
+def test_a_chapter_not_started_is_a_usage_error(course, learner: Path) -> None:
+    assert course("start", CHAPTER, cwd=learner).code == 0
+    ran = course("check", "ag00", cwd=learner)
+    assert ran.code == 2 and "not started" in ran.err
+
+
+def test_a_corrupt_state_file_is_one_clear_error(course, learner: Path) -> None:
+    (learner / ".course.json").write_text("{not json")
+    ran = course("check", cwd=learner)
+    assert ran.code == 2 and ".course.json" in ran.err and "Traceback" not in ran.err
+    assert (learner / ".course.json").read_text() == "{not json", "the harness must not rewrite it"
+
+
+def test_a_syntax_error_names_the_file_and_line_and_errors_every_test(course, learner: Path) -> None:
+    started_with_reference(course, learner)
+    types = learner / "agent" / "types.py"
+    lines = len(types.read_text().splitlines())
+    append(types, "def broken(:\n    pass\n")
+    ran = course("check", cwd=learner)
+    assert ran.code == 1
+    assert f"agent/types.py:{lines + 2}: syntax error" in ran.out, ran.out
+    assert [s for s, _ in verdict_lines(ran.out)] == ["ERROR"] * len(CATALOG)
+    assert "Traceback" not in ran.out + ran.err
+
+
+def test_a_hanging_test_times_out_and_the_others_still_run(course, learner: Path) -> None:
+    started_with_reference(course, learner)
+    append(learner / "agent" / "types.py", "def llm_step(iter):\n    while True:\n        pass\n")
+    ran = course("check", "--timeout", "1", cwd=learner)
+    assert ran.code == 1
+    rows = dict((name, status) for status, name in verdict_lines(ran.out))
+    assert rows["test_seams"] == "TIMEOUT", ran.out
+    assert [n for n in CATALOG if rows[n] != "PASS"] == ["test_seams"], ran.out
+    assert "longer than 1 s" in ran.out
+
+
+def test_code_that_exits_the_interpreter_is_an_error_verdict(course, learner: Path) -> None:
+    started_with_reference(course, learner)
+    append(learner / "agent" / "types.py", "def tool_step(iter, i, name):\n    import os\n    os._exit(3)\n")
+    ran = course("check", cwd=learner)
+    assert ran.code == 1
+    rows = dict((name, status) for status, name in verdict_lines(ran.out))
+    assert rows["test_seams"] == "ERROR" and "exited with code 3" in ran.out, ran.out
+    assert sum(s == "PASS" for s in rows.values()) == len(CATALOG) - 1, "the other tests must still run"
+    assert "Traceback" not in ran.err
+
+
+def test_sys_exit_in_learner_code_is_an_error_not_a_crash(course, learner: Path) -> None:
+    started_with_reference(course, learner)
+    append(learner / "agent" / "types.py", "def collect(deltas):\n    import sys\n    sys.exit(4)\n")
+    ran = course("check", cwd=learner)
+    assert ran.code == 1
+    assert "the code called sys.exit(4)" in ran.out, ran.out
+    assert "Traceback" not in ran.err
+
+
+def test_bad_options_are_usage_errors(course, learner: Path) -> None:
+    assert course("start", CHAPTER, cwd=learner).code == 0
+    ran = course("check", "--timeout", "-3", cwd=learner)
+    assert ran.code == 2 and "Traceback" not in ran.err

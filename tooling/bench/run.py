@@ -1,0 +1,180 @@
+"""Benchmarks: the course's speed targets, each measured side by side with what it is compared to.
+
+    python tooling/bench/run.py [cli] [sse] [mutants]     (all three when none is named)
+
+cli      `course check ag01 --reference` against a bare `python -m pytest` of one trivial test
+         (target: median within 2x), and `course --help` (target: under 150 ms), runs interleaved.
+sse      the reference EventReader against httpx-sse's decoder (and openai-python's) on the same
+         4 MB chat-completions stream read 4 KiB at a time (target: at least 2x httpx-sse), and
+         linearity on one 1 MiB and one 2 MiB event, and on 1-byte reads.
+mutants  `course mutants ag01`: all documented mutants on 2 cores (target: under 10 s wall).
+
+Needs the bench extra for the peers: pip install '.[bench]'. Figures are medians; the machine is
+noisy, which is why every comparison runs in the same process, interleaved.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PY = sys.executable
+
+
+def wall(args: list[str], cwd: Path | None = None) -> float:
+    started = time.perf_counter()
+    subprocess.run(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - started
+
+
+def interleaved(commands: dict[str, tuple[list[str], Path | None]], runs: int) -> dict[str, float]:
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, (args, cwd) in commands.items():
+            times[name].append(wall(args, cwd))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def bench_cli(runs: int = 15) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        trivial = Path(tmp) / "test_trivial.py"
+        trivial.write_text("def test_trivial():\n    assert 1 + 1 == 2\n")
+        course = [PY, "-m", "course"]
+        medians = interleaved({
+            "python -c pass": ([PY, "-c", "pass"], None),
+            "pytest, one trivial test": ([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(trivial)], Path(tmp)),
+            "course check ag01 --reference": (course + ["check", "ag01", "--reference"], Path(tmp)),
+            "course --help": (course + ["--help"], Path(tmp)),
+        }, runs)
+    for name, median in medians.items():
+        print(f"  {name:<34} {median * 1000:7.0f} ms (median of {runs})")
+    ratio = medians["course check ag01 --reference"] / medians["pytest, one trivial test"]
+    print(f"  check --reference / trivial pytest: {ratio:.2f}x (target <= 2x)")
+    print(f"  course --help: {medians['course --help'] * 1000:.0f} ms (target < 150 ms; "
+          f"of which {medians['python -c pass'] * 1000:.0f} ms is the interpreter starting)")
+
+
+def chat_stream(size: int) -> bytes:
+    """A chat-completions stream of about `size` bytes: text chunks, then finish, usage, [DONE]."""
+    chunks = []
+    words = ["Hel", "lo", " wor", "ld", ", ", "caf\u00e9", " \u2014 ", "stream", "ing", " \U0001f680"]
+    total, i = 0, 0
+    while total < size:
+        body = {"id": "c1", "object": "chat.completion.chunk", "model": "m",
+                "choices": [{"index": 0, "delta": {"content": words[i % len(words)]}, "finish_reason": None}]}
+        event = f"data: {json.dumps(body)}\n\n".encode()
+        chunks.append(event)
+        total += len(event)
+        i += 1
+    chunks.append(b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n')
+    chunks.append(b"data: [DONE]\n\n")
+    return b"".join(chunks)
+
+
+class Chunked(io.RawIOBase):
+    """A binary stream that returns at most `size` bytes per read, like a socket would."""
+
+    def __init__(self, data: bytes, size: int) -> None:
+        self.data, self.size, self.pos = data, size, 0
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.size if n < 0 else min(n, self.size)
+        piece = self.data[self.pos : self.pos + n]
+        self.pos += len(piece)
+        return piece
+
+
+def ours(data: bytes, size: int) -> int:
+    from agent.provider.sse import EventReader
+
+    return sum(1 for _ in EventReader(Chunked(data, size), read_size=size))
+
+
+def httpx_sse(data: bytes, size: int) -> int:
+    from httpx_sse._decoders import SSEDecoder, SSELineDecoder
+
+    # What httpx-sse's iter_sse does over httpx's iter_text: incremental UTF-8, its line and event decoders.
+    text = codecs.getincrementaldecoder("utf-8")()
+    lines, events, count = SSELineDecoder(), SSEDecoder(), 0
+    stream = Chunked(data, size)
+    while chunk := stream.read(size):
+        for line in lines.decode(text.decode(chunk)):
+            if events.decode(line.rstrip("\n")) is not None:
+                count += 1
+    for line in lines.flush():
+        if events.decode(line.rstrip("\n")) is not None:
+            count += 1
+    return count
+
+
+def openai_python(data: bytes, size: int) -> int:
+    from openai._streaming import SSEDecoder
+
+    stream = Chunked(data, size)
+    return sum(1 for _ in SSEDecoder().iter_bytes(iter(lambda: stream.read(size), b"")))
+
+
+def throughput(fn, data: bytes, size: int, runs: int = 7) -> float:  # noqa: ANN001
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        fn(data, size)
+        times.append(time.perf_counter() - started)
+    return len(data) / statistics.median(times) / 1e6
+
+
+def bench_sse() -> None:
+    sys.path.insert(0, str(REPO / "reference" / "python" / "ag01"))
+    data = chat_stream(4_000_000)
+    expected = ours(data, 4096)
+    peers = {"reference EventReader": ours, "httpx-sse 0.4 decoder": httpx_sse, "openai-python SSEDecoder": openai_python}
+    speeds: dict[str, float] = {}
+    for name, fn in peers.items():
+        try:
+            count = fn(data, 4096)
+        except ImportError:
+            print(f"  {name:<26} not installed (pip install '.[bench]')")
+            continue
+        assert count == expected, f"{name} saw {count} events, the reference {expected}"
+        speeds[name] = throughput(fn, data, 4096)
+    for name, speed in speeds.items():
+        print(f"  {name:<26} {speed:7.1f} MB/s  ({len(data) / 1e6:.1f} MB, 4 KiB reads, {expected} events)")
+    if "httpx-sse 0.4 decoder" in speeds:
+        ratio = speeds["reference EventReader"] / speeds["httpx-sse 0.4 decoder"]
+        print(f"  reference / httpx-sse: {ratio:.2f}x (target >= 2x)")
+
+    for label, size in (("one 1 MiB event, 4 KiB reads", 1 << 20), ("one 2 MiB event, 4 KiB reads", 2 << 20)):
+        event = b"data: " + b"x" * size + b"\n\n"
+        print(f"  {label:<34} {throughput(ours, event, 4096, runs=5):7.1f} MB/s")
+    small = chat_stream(64_000)
+    for label, payload in (("64 KB stream, 1-byte reads", small), ("128 KB stream, 1-byte reads", chat_stream(128_000))):
+        print(f"  {label:<34} {throughput(ours, payload, 1, runs=3):7.1f} MB/s")
+    print("  (linear: the same MB/s at twice the size)")
+
+
+def bench_mutants() -> None:
+    started = time.perf_counter()
+    done = subprocess.run([PY, "-m", "course", "mutants", "ag01"], cwd=REPO, capture_output=True, text=True)
+    elapsed = time.perf_counter() - started
+    last = done.stdout.strip().splitlines()[-2:] if done.stdout else [done.stderr.strip()]
+    print(f"  course mutants ag01: {elapsed:.1f} s wall on {os.cpu_count()} cores (target < 10 s): {' / '.join(last)}")
+
+
+def main(argv: list[str]) -> None:
+    chosen = argv or ["cli", "sse", "mutants"]
+    for name in chosen:
+        print(f"{name}:")
+        {"cli": bench_cli, "sse": bench_sse, "mutants": bench_mutants}[name]()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
