@@ -1,1 +1,1 @@
-"""An agent, built one chapter at a time: this package holds your code."""
+"""Your agent, built one chapter at a time: `course list` shows where you are."""

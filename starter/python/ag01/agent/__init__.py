@@ -1,4 +1,1 @@
-"""An agent, built one chapter at a time: this package holds your code.
-
-Chapter {{ chapter.id }}: {{ chapter.title }}. Read it with `course show {{ chapter.id }}`.
-"""
+"""Your agent, built one chapter at a time: `course list` shows where you are."""
