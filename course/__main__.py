@@ -1,3 +1,5 @@
 from course.cli import main
 
-main()
+# Guarded: multiprocessing's forkserver imports the main module, and must not run the CLI again.
+if __name__ == "__main__":
+    main()

@@ -83,6 +83,7 @@ _REASONS = {
 }
 _MAX_HEAD = 64 * 1024
 _MAX_BODY = 16 * 1024 * 1024
+_IDLE_TIMEOUT = 60.0  # an idle keep-alive connection is closed after this many seconds
 
 
 # --------------------------------------------------------------------------------------------------
@@ -172,17 +173,18 @@ class Turn(Reply):
         return events
 
     def _serve(self, ex: _Exchange) -> None:
-        ex.model.note_calls(c.id for c in self.calls)
+        ex.model._note_calls(c.id for c in self.calls)
         if not ex.stream:
             ex.send_json(200, self._completion(ex))
             return
         ex.start_stream()
         for data in self._events(ex):
-            ex.send_event(data)
+            if not ex.send_event(data):
+                return
         if self.ending == "done":
             ex.send_event("[DONE]")
         elif self.ending == "error":
-            ex.send_event(json.dumps({"error": self.error or {}}))
+            ex.send_event(json.dumps({"error": self.error or {}}, separators=(",", ":")))
         elif self.ending == "reset":
             ex.reset()
             return
@@ -240,7 +242,6 @@ class SlowStream(Reply):
         n = 0
         while time.monotonic() < deadline:
             if not ex.send_event(ex.chunk({"content": f"tick{n} "})):
-                ex.model.client_gone.set()
                 return
             n += 1
             if ex.wait_client_gone(self.interval):
@@ -299,7 +300,10 @@ def http_error(
         type = "invalid_request_error" if status < 500 and status != 429 else ("rate_limit_exceeded" if status == 429 else "server_error")
     if not message:
         message = f"fake model: HTTP {status} {_REASONS.get(status, '')}".rstrip()
-    header = None if retry_after is None else (retry_after if isinstance(retry_after, str) else f"{retry_after:g}")
+    if retry_after is None or isinstance(retry_after, str):
+        header = retry_after
+    else:
+        header = str(int(retry_after)) if float(retry_after).is_integer() else repr(float(retry_after))
     return HTTPErrorReply(status, type, message, code, header)
 
 
@@ -471,7 +475,7 @@ class FakeModel:
         with self._lock:
             return set(self._issued)
 
-    def note_calls(self, ids: Any) -> None:
+    def _note_calls(self, ids: Any) -> None:
         with self._lock:
             self._issued.update(ids)
 
@@ -496,13 +500,17 @@ class FakeModel:
                     t.start()
 
     def _handle(self, conn: socket.socket) -> None:
+        """Serve one connection: requests one after the other (HTTP/1.1 keep-alive) until either side closes."""
         try:
-            conn.settimeout(10.0)
-            request = _read_request(conn)
-            if request is None:
-                return
-            method, target, headers, raw_body = request
-            self._dispatch(conn, method, target, headers, raw_body)
+            conn.settimeout(_IDLE_TIMEOUT)
+            reader = _RequestReader(conn)
+            while not self._stopping.is_set():
+                request = reader.next_request()
+                if request is None:
+                    return
+                method, target, headers, raw_body = request
+                if not self._dispatch(conn, method, target, headers, raw_body):
+                    return
         except (OSError, ValueError):
             pass  # the client went away or sent garbage: nothing to answer
         finally:
@@ -514,7 +522,8 @@ class FakeModel:
             except OSError:
                 pass
 
-    def _dispatch(self, conn: socket.socket, method: str, target: str, headers: dict[str, str], raw_body: bytes) -> None:
+    def _dispatch(self, conn: socket.socket, method: str, target: str, headers: dict[str, str], raw_body: bytes) -> bool:
+        """Answer one request; True when the connection may carry another one."""
         body: Any = None
         if raw_body:
             try:
@@ -523,20 +532,20 @@ class FakeModel:
                 body = None
         with self._lock:
             self._requests.append(RecordedRequest(method, target, headers, body, raw_body))
-        ex = _Exchange(self, conn, body if isinstance(body, dict) else {})
+        ex = _Exchange(self, conn, body if isinstance(body, dict) else {}, close=headers.get("connection", "").lower() == "close")
         path = target.split("?", 1)[0]
         if path != CHAT_PATH:
             self._say(f"{method} {target} -> 404")
             ex.send_json(404, _error_body("invalid_request_error", f"Unknown request URL: {method} {path}. This fake model serves POST {CHAT_PATH}.", "unknown_url"))
-            return
+            return ex.reusable
         if method != "POST":
             self._say(f"{method} {target} -> 405")
             ex.send_json(405, _error_body("invalid_request_error", f"Method {method} not allowed: use POST {CHAT_PATH}.", "method_not_allowed"), [("Allow", "POST")])
-            return
+            return ex.reusable
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             self._say(f"{method} {target} -> 400 (not a JSON object with a messages list)")
             ex.send_json(400, _error_body("invalid_request_error", "The body must be a JSON object with a 'messages' array.", "invalid_body"))
-            return
+            return ex.reusable
         with self._lock:
             reply = self._script.popleft() if self._script else None
         what = type(reply).__name__ if reply is not None else "faketool"
@@ -544,6 +553,7 @@ class FakeModel:
             reply = self._faketool(body)
         self._say(f"{method} {target} stream={ex.stream} -> {what}")
         reply._serve(ex)
+        return ex.reusable
 
     def _faketool(self, body: dict[str, Any]) -> Turn:
         messages = body.get("messages") or []
@@ -561,7 +571,7 @@ class FakeModel:
         parts = (self.tool_arguments[:half], self.tool_arguments[half:])
         return Turn(calls=(ScriptedCall(call_id, self.tool_name, parts),))
 
-    def next_completion_id(self) -> str:
+    def _next_completion_id(self) -> str:
         with self._lock:
             self._next_completion += 1
             return f"chatcmpl-fake-{self._next_completion}"
@@ -593,15 +603,16 @@ def _loopback_family(host: str) -> socket.AddressFamily:
 class _Exchange:
     """One request/response on one connection: the writing primitives the replies use."""
 
-    def __init__(self, model: FakeModel, conn: socket.socket, body: dict[str, Any]) -> None:
+    def __init__(self, model: FakeModel, conn: socket.socket, body: dict[str, Any], *, close: bool = False) -> None:
         self.model = model
         self.conn = conn
         self.body = body
+        self.reusable = not close  # may the connection carry another request after this one
         self.stream = body.get("stream") is True
         options = body.get("stream_options")
         self.include_usage = isinstance(options, dict) and options.get("include_usage") is True
         self.model_name = body.get("model") if isinstance(body.get("model"), str) and body.get("model") else "course-fake-model"
-        self.completion_id = model.next_completion_id()
+        self.completion_id = model._next_completion_id()
 
     # ---- JSON chunks -----------------------------------------------------------------------------
 
@@ -628,13 +639,15 @@ class _Exchange:
 
     def send_json(self, status: int, obj: Any, headers: Sequence[tuple[str, str]] = ()) -> None:
         data = json.dumps(obj).encode("utf-8")
-        head = _head(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data))), *headers, ("Connection", "close")])
+        head = _head(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data))), *headers, *self._connection_header()])
         self.conn.sendall(head + data)
+        if not self.reusable:
+            self._half_close()
 
     def start_stream(self, status: int = 200, content_type: str = "text/event-stream; charset=utf-8") -> None:
         head = _head(
             status,
-            [("Content-Type", content_type), ("Cache-Control", "no-cache"), ("Transfer-Encoding", "chunked"), ("Connection", "close")],
+            [("Content-Type", content_type), ("Cache-Control", "no-cache"), ("Transfer-Encoding", "chunked"), *self._connection_header()],
         )
         self.conn.sendall(head)
 
@@ -645,21 +658,36 @@ class _Exchange:
         try:
             self.conn.sendall(b"%x\r\n%s\r\n" % (len(data), data))
             return True
-        except OSError:
+        except OSError:  # the client is gone (a write after its close may still succeed once)
+            self.reusable = False
+            if not self.model.stopping:
+                self.model.client_gone.set()
             return False
 
     def send_event(self, data: str) -> bool:
         return self.send_raw(f"data: {data}\n\n".encode("utf-8"))
 
     def end_stream(self) -> None:
+        """The last (empty) chunk: a well-formed end of the body, whatever the events said."""
         try:
             self.conn.sendall(b"0\r\n\r\n")
+        except OSError:
+            self.reusable = False
+        if not self.reusable:
+            self._half_close()
+
+    def _connection_header(self) -> list[tuple[str, str]]:
+        return [] if self.reusable else [("Connection", "close")]
+
+    def _half_close(self) -> None:
+        try:
             self.conn.shutdown(socket.SHUT_WR)
         except OSError:
             pass
 
     def reset(self) -> None:
         """Abort the connection with a TCP RST, after what was sent has reached the client."""
+        self.reusable = False
         _drain(self.conn, 0.5)
         try:
             self.conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -674,9 +702,14 @@ class _Exchange:
                 sel.register(self.conn, selectors.EVENT_READ)
                 if not sel.select(timeout):
                     return False
-            return self.conn.recv(4096, socket.MSG_PEEK) == b""
+            gone = self.conn.recv(1, socket.MSG_PEEK) == b""
         except OSError:
-            return True
+            gone = True
+        if gone:
+            self.reusable = False
+        else:  # the client sent more bytes (a pipelined request): not a goodbye; just wait out the interval
+            self.model._stopping.wait(timeout)
+        return gone
 
 
 def _head(status: int, headers: Sequence[tuple[str, str]]) -> bytes:
@@ -705,62 +738,74 @@ def _drain(conn: socket.socket, timeout: float) -> None:
         time.sleep(0.001)
 
 
-def _read_request(conn: socket.socket) -> tuple[str, str, dict[str, str], bytes] | None:
-    """Read one HTTP/1.1 request (Content-Length or chunked body). None when the client sent nothing."""
-    buf = bytearray()
-    while b"\r\n\r\n" not in buf:
-        if len(buf) > _MAX_HEAD:
-            raise ValueError("request head too large")
-        data = conn.recv(65536)
-        if not data:
-            if not buf:
+class _RequestReader:
+    """Reads HTTP/1.1 requests (Content-Length or chunked bodies) one after the other from a connection."""
+
+    def __init__(self, conn: socket.socket) -> None:
+        self._conn = conn
+        self._buf = bytearray()
+
+    def _fill(self) -> bool:
+        data = self._conn.recv(65536)
+        self._buf += data
+        return bool(data)
+
+    def _need(self, n: int) -> None:
+        while len(self._buf) < n:
+            if not self._fill():
+                raise ValueError("connection closed inside a request")
+
+    def _line(self) -> bytes:
+        while (i := self._buf.find(b"\r\n")) < 0:
+            if len(self._buf) > _MAX_HEAD:
+                raise ValueError("line too long")
+            if not self._fill():
+                raise ValueError("connection closed inside a request")
+        line = bytes(self._buf[:i])
+        del self._buf[: i + 2]
+        return line
+
+    def next_request(self) -> tuple[str, str, dict[str, str], bytes] | None:
+        """The next request, or None when the client closed the connection between requests."""
+        while (end := self._buf.find(b"\r\n\r\n")) < 0:
+            if len(self._buf) > _MAX_HEAD:
+                raise ValueError("request head too large")
+            if not self._fill():
+                if self._buf.strip():
+                    raise ValueError("connection closed inside a request head")
                 return None
-            raise ValueError("connection closed inside the request head")
-        buf += data
-    end = buf.index(b"\r\n\r\n")
-    head = bytes(buf[:end]).decode("latin-1")
-    rest = bytearray(buf[end + 4 :])
-    request_line, *header_lines = head.split("\r\n")
-    parts = request_line.split(" ")
-    if len(parts) != 3:
-        raise ValueError(f"bad request line {request_line!r}")
-    method, target, _version = parts
-    headers: dict[str, str] = {}
-    for line in header_lines:
-        name, sep, value = line.partition(":")
-        if sep:
-            headers[name.strip().lower()] = value.strip()
-    if headers.get("expect", "").lower() == "100-continue":
-        conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
-
-    def need(n: int) -> None:
-        while len(rest) < n:
-            data = conn.recv(65536)
-            if not data:
-                raise ValueError("connection closed inside the request body")
-            rest.extend(data)
-
-    if "chunked" in headers.get("transfer-encoding", "").lower():
-        body = bytearray()
-        while True:
-            while b"\r\n" not in rest:
-                need(len(rest) + 1)
-            i = rest.index(b"\r\n")
-            size = int(bytes(rest[:i]).split(b";")[0].strip() or b"0", 16)
-            del rest[: i + 2]
-            if size == 0:
-                break
-            need(size + 2)
-            body += rest[:size]
-            del rest[: size + 2]
-            if len(body) > _MAX_BODY:
-                raise ValueError("request body too large")
-        return method, target, headers, bytes(body)
-    length = int(headers.get("content-length", "0") or "0")
-    if length > _MAX_BODY:
-        raise ValueError("request body too large")
-    need(length)
-    return method, target, headers, bytes(rest[:length])
+        head = bytes(self._buf[:end]).decode("latin-1").lstrip("\r\n")
+        del self._buf[: end + 4]
+        request_line, *header_lines = head.split("\r\n")
+        parts = request_line.split(" ")
+        if len(parts) != 3:
+            raise ValueError(f"bad request line {request_line!r}")
+        method, target, _version = parts
+        headers: dict[str, str] = {}
+        for line in header_lines:
+            name, sep, value = line.partition(":")
+            if sep:
+                headers[name.strip().lower()] = value.strip()
+        if headers.get("expect", "").lower() == "100-continue":
+            self._conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            body = bytearray()
+            while (size := int(self._line().split(b";")[0].strip() or b"0", 16)) > 0:
+                if len(body) + size > _MAX_BODY:
+                    raise ValueError("request body too large")
+                self._need(size + 2)
+                body += self._buf[:size]
+                del self._buf[: size + 2]
+            while self._line():  # trailer fields, up to the blank line
+                pass
+            return method, target, headers, bytes(body)
+        length = int(headers.get("content-length", "0") or "0")
+        if length > _MAX_BODY:
+            raise ValueError("request body too large")
+        self._need(length)
+        body = bytes(self._buf[:length])
+        del self._buf[:length]
+        return method, target, headers, body
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,18 +1,17 @@
 """The child processes the harness has running, so that an interrupt can stop all of them at once.
 
-Each runs in its own session (process group); kill_all() kills every group and stops new children
-from starting, so no test process outlives the command that started it.
+Each child leads its own process group; kill_all() kills every group and refuses new children from
+then on, so no test process outlives the command that started it.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import threading
 
 _lock = threading.Lock()
-_live: set[subprocess.Popen] = set()
+_live: set[int] = set()
 _stopping = threading.Event()
 
 
@@ -20,34 +19,39 @@ class Stopped(Exception):
     """The harness is shutting down: no new child process may start."""
 
 
-def start(args: list[str], **kwargs) -> subprocess.Popen:  # noqa: ANN003
+def admit() -> None:
+    """Raise Stopped once kill_all() has run; called before starting a child."""
+    if _stopping.is_set():
+        raise Stopped("interrupted")
+
+
+def register(pid: int) -> None:
     with _lock:
-        if _stopping.is_set():
-            raise Stopped("interrupted")
-        process = subprocess.Popen(args, start_new_session=True, **kwargs)
-        _live.add(process)
-    return process
+        _live.add(pid)
+    if _stopping.is_set():  # kill_all() ran while this child was starting
+        kill(pid)
 
 
-def kill(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def reap(process: subprocess.Popen) -> int:
-    if process.poll() is None:
-        kill(process)
-    code = process.wait()
+def unregister(pid: int) -> None:
     with _lock:
-        _live.discard(process)
-    return code
+        _live.discard(pid)
+
+
+def kill(pid: int) -> None:
+    """Kill the child's whole process group (or the child alone, if it has not made its group yet)."""
+    for send in (os.killpg, os.kill):
+        try:
+            send(pid, signal.SIGKILL)
+            return
+        except ProcessLookupError:
+            continue
+        except PermissionError:
+            return
 
 
 def kill_all() -> None:
+    _stopping.set()
     with _lock:
-        _stopping.set()
         live = list(_live)
-    for process in live:
-        kill(process)
+    for pid in live:
+        kill(pid)

@@ -8,12 +8,11 @@ already run, and goes on, so one bad test never hides the verdicts of the others
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
-import select
 import signal
-import subprocess
-import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,9 +46,28 @@ def _case_of(nodeid: str) -> str:
     return nodeid[nodeid.index("[") + 1 : -1] if nodeid.endswith("]") and "[" in nodeid else ""
 
 
+_forkserver = None
+_forkserver_lock = threading.Lock()
+
+
+def _context():  # noqa: ANN202
+    """Workers fork from a server that has already imported pytest and the worker (but no code
+    under test, and no threads): each run skips the interpreter's start and pytest's import."""
+    global _forkserver
+    with _forkserver_lock:
+        if _forkserver is None:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(["course.languages.python.worker", "course.fake_model"])
+            _forkserver = context
+    return _forkserver
+
+
 class _Worker:
     def __init__(self, spec: RunSpec, skip: set[str]) -> None:
-        read_fd, write_fd = os.pipe()
+        from course.languages.python import worker
+
+        processes.admit()
+        self.stderr = tempfile.NamedTemporaryFile(prefix="course-run-", suffix=".err", delete=False)
         payload = {
             "code_root": str(spec.code_root),
             "tests_dir": str(spec.tests_dir),
@@ -58,60 +76,43 @@ class _Worker:
             "timeout": spec.timeout,
             "select": spec.select,
             "skip": sorted(skip),
-            "events_fd": write_fd,
+            "stderr_path": self.stderr.name,
         }
-        self.spec_file = tempfile.NamedTemporaryFile("w", suffix=".json", prefix="course-run-", delete=False)
-        with self.spec_file as out:
-            json.dump(payload, out)
-        self.stderr = tempfile.TemporaryFile()
+        context = _context()
+        self.events, sender = context.Pipe(duplex=False)
+        self.process = context.Process(target=worker.run, args=(payload, sender), daemon=True)
         try:
-            # In its own process group (processes.start): a kill reaches whatever the test spawned.
-            self.process = processes.start(
-                [sys.executable, "-m", "course.languages.python.worker", self.spec_file.name],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=self.stderr,
-                pass_fds=(write_fd,),
-                # No third-party pytest plugins: the catalog needs none, and whatever else is
-                # installed (anyio, trio, ...) costs start-up time and could change behaviour.
-                env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
-            )
-        except BaseException:
-            os.close(read_fd)
-            os.unlink(self.spec_file.name)
-            self.stderr.close()
-            raise
+            self.process.start()
         finally:
-            os.close(write_fd)
-        self.events = os.fdopen(read_fd, "rb")
-        self.buffer = b""
+            sender.close()  # the worker holds the only write end: its death is our end of stream
+        processes.register(self.process.pid)
 
     def next_event(self, deadline: float | None) -> dict | None:
         """The next event; None at end of stream; raises TimeoutError past the deadline."""
-        while b"\n" not in self.buffer:
-            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready, _, _ = select.select([self.events], [], [], wait)
-            if not ready:
+        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            if not self.events.poll(wait):
                 raise TimeoutError
-            chunk = os.read(self.events.fileno(), 65536)
-            if not chunk:
-                return None
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
+            return json.loads(self.events.recv_bytes())
+        except (EOFError, OSError):
+            return None
 
     def kill(self) -> None:
-        processes.kill(self.process)
+        processes.kill(self.process.pid)
 
     def close(self) -> str:
         """Reap the worker; return the tail of what it wrote to stderr."""
-        code = processes.reap(self.process)
+        self.process.join(0.5)
+        if self.process.exitcode is None:
+            self.kill()
+            self.process.join()
+        processes.unregister(self.process.pid)
+        self.exit_code = self.process.exitcode
         self.events.close()
-        os.unlink(self.spec_file.name)
-        self.stderr.seek(0)
-        tail = self.stderr.read()[-2000:].decode("utf-8", "replace").strip()
-        self.stderr.close()
-        self.exit_code = code
+        with self.stderr:
+            self.stderr.seek(0)
+            tail = self.stderr.read()[-2000:].decode("utf-8", "replace").strip()
+        os.unlink(self.stderr.name)
         return tail
 
 

@@ -1,8 +1,8 @@
-"""The child process that runs a Python catalog: `python -m course.languages.python.worker SPEC.json`.
+"""The child process that runs a Python catalog, forked from a server that has pytest imported.
 
 It puts the code under test first on sys.path, imports the chapter's modules (so a syntax error is
 one clear message, not a collection failure), then runs pytest in-process with a plugin that keeps the
-catalog's order, bounds each test with a timer, and streams one JSON line per event to the supervisor
+catalog's order, bounds each test with a timer, and sends one JSON message per event to the supervisor
 on a dedicated pipe: the learner's prints cannot corrupt it, and a test that kills the interpreter
 leaves behind exactly the events written before it.
 """
@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import traceback
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +29,11 @@ class TestTimeout(BaseException):
 
 
 class Events:
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
+    def __init__(self, channel: Connection) -> None:
+        self.channel = channel
 
     def send(self, **event: Any) -> None:
-        data = (json.dumps(event) + "\n").encode()
-        while data:  # a pipe write can be partial for large events
-            data = data[os.write(self.fd, data) :]
+        self.channel.send_bytes(json.dumps(event).encode())
 
 
 def _inside(path: str, root: str) -> bool:
@@ -171,9 +170,11 @@ def import_modules(modules: list[str], code_root: str) -> str:
     return ""
 
 
-def main(argv: list[str]) -> int:
-    spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
-    events = Events(int(spec["events_fd"]))
+def run(spec: dict[str, Any], channel: Connection) -> None:
+    """Run the catalog in this (freshly forked) process, reporting on `channel`."""
+    os.setsid()  # its own process group: the supervisor's kill reaches whatever a test spawns
+    _isolate_streams(spec["stderr_path"])
+    events = Events(channel)
     code_root = spec["code_root"]
     # The code under test comes first; the folder the command was started in does not count (a
     # learner's own `agent/` must not shadow the reference under --reference, and vice versa).
@@ -181,11 +182,15 @@ def main(argv: list[str]) -> int:
     harness = str(Path(__file__).resolve().parents[3])  # the folder holding the `course` package
     sys.path[:] = [code_root] + [p for p in sys.path if p not in ("", here)] + [harness]
     os.chdir(code_root)
+    sys.dont_write_bytecode = True  # never leave __pycache__ in the learner's tree or the reference
+    # No third-party pytest plugins: the catalog needs none, and whatever else is installed
+    # (anyio, trio, ...) costs start-up time and could change behaviour.
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
 
     problem = import_modules(spec.get("modules", []), code_root)
     if problem:
         events.send(event="import_error", message=problem)
-        return 0
+        return
 
     args = [
         spec["tests_dir"], "-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:pastebin",
@@ -195,8 +200,12 @@ def main(argv: list[str]) -> int:
         args += ["-k", spec["select"]]
     status = pytest.main(args, plugins=[CatalogPlugin(spec, events)])
     events.send(event="finished", exitstatus=int(status))
-    return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv))
+def _isolate_streams(stderr_path: str) -> None:
+    """What the code under test prints outside a test must not reach the terminal: stdout is
+    dropped, stderr kept in a file the supervisor reads if the process dies."""
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.dup2(os.open(stderr_path, os.O_WRONLY | os.O_APPEND), 2)

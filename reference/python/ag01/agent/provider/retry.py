@@ -78,6 +78,7 @@ class RetryingProvider:
         tools: Sequence[ToolDef] = (),
         options: CallOptions | None = None,
     ) -> DeltaStream:
+        """The inner provider's stream, with failures before the first content delta retried."""
         attempt = 0
         while True:
             attempt += 1

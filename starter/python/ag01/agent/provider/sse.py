@@ -2,6 +2,7 @@
 
 `Event` is given; `EventReader` and `Decoder` are yours. Section 2.2 of `course show ag01` lists
 the rules, section 3 walks through two streams by hand.
+The imports below are the ones the reference solution uses; add or drop any.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import codecs
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from agent.provider.errors import ProviderError, StreamError
