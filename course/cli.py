@@ -199,7 +199,7 @@ def check(chapter_id: str | None, reference: bool, select: str, timeout: float |
             report.entry(entry)
     from course.diagnose import diagnose
 
-    hint = diagnose(chapter, track, result)
+    hint = "" if select else diagnose(chapter, track, result)
     if hint:
         echo("")
         echo(click.style("hint: ", fg="cyan", bold=True) + hint)

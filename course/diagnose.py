@@ -1,6 +1,6 @@
 """Name the pitfall a learner's failures look like.
 
-`course verify` records each documented mutant's kill signature (the set of catalog tests it fails)
+`course verify` records each documented mutant's kill signature (the set of catalog test cases it fails)
 in the chapter's signatures.json. When a learner's failing set is close to a signature, the check ends
 with one line naming that mutant's pitfall: a hint at where to look, never the fix.
 """
@@ -29,9 +29,9 @@ def similarity(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def diagnose(chapter: Chapter, track: Track, result: CheckResult) -> str:
-    failing = result.failing
-    if result.problem or not failing or len(failing) == result.total:
+    if result.problem or not result.failing or len(result.failing) == result.total:
         return ""
+    failing = result.failing_cases
     signatures = load_signatures(chapter, track)
     scored = [(similarity(failing, sig), mutant) for mutant, sig in signatures.items() if sig]
     best = max((score for score, _ in scored), default=0.0)

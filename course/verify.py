@@ -121,7 +121,7 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
                                       if r.failing else "") + (f": {r.detail}" if r.detail else "") for r in bad)
     note("mutants", not bad, detail)
     if record_signatures and not bad:
-        write_signatures(chapter, track.language, {r.mutant.id: r.failing for r in results})
+        write_signatures(chapter, track.language, {r.mutant.id: r.signature for r in results})
     return verdict
 
 

@@ -21,6 +21,7 @@ def run_check(
     timeout: float = DEFAULT_TIMEOUT,
     select: str = "",
     on_entry: Callable[[EntryResult], None] | None = None,
+    scratch: Path | None = None,
 ) -> CheckResult:
     """Run the catalog on the code in code_root. `on_entry` sees each entry as soon as it is complete,
     in catalog order (cases arrive in catalog order, so an entry is complete when the next begins)."""
@@ -39,7 +40,8 @@ def run_check(
 
     started = time.perf_counter()
     _, problem = adapter.run_catalog(
-        track, code_root, [e.name for e in chapter.catalog], timeout=timeout, select=select, on_case=on_case
+        track, code_root, [e.name for e in chapter.catalog], timeout=timeout, select=select, on_case=on_case,
+        scratch=scratch,
     )
     if pending and on_entry and not problem:
         on_entry(pending[-1])

@@ -69,9 +69,9 @@ class TerminalReport:
             self.echo(textwrap.indent(case.output.rstrip(), pad + "  "))
 
     def problem(self, problem: str) -> None:
-        self.echo(click.style("  the code under test could not be loaded:", fg="red", bold=True))
+        self.echo(click.style("  the catalog could not run:", fg="red", bold=True))
         self.echo(textwrap.indent(problem, "    "))
-        self.echo("  every test is marked error until it loads.")
+        self.echo("  every test is marked error until this is fixed.")
 
     def closing(self, result: CheckResult) -> None:
         colour = "green" if result.ok else "red"

@@ -63,5 +63,19 @@ class CheckResult:
 
     @property
     def failing(self) -> frozenset[str]:
-        """The catalog names that did not pass: the failure signature diagnosis compares."""
+        """The catalog names that did not pass."""
         return frozenset(e.entry.name for e in self.entries if e.status != PASS)
+
+    @property
+    def failing_cases(self) -> frozenset[str]:
+        """The cases that did not pass, as 'name[case]' (or 'name' for an entry with no cases): finer
+        than `failing`, so that bugs that break different recorded streams tell apart."""
+        cases = set()
+        for entry in self.entries:
+            if entry.status == PASS:
+                continue
+            broken = [c for c in entry.cases if c.status != PASS]
+            cases.update(f"{entry.entry.name}[{c.case}]" if c.case else entry.entry.name for c in broken)
+            if not broken:
+                cases.add(entry.entry.name)
+        return frozenset(cases)

@@ -28,9 +28,14 @@ class Adapter(Protocol):
         timeout: float,
         select: str = "",
         on_case: Callable[[CaseResult], None] | None = None,
+        scratch: Path | None = None,
     ) -> tuple[list[CaseResult], str]:
         """Run the named tests against the code in code_root: the cases, and a problem that stopped
-        the run before the tests ('' when none)."""
+        the run before the tests ('' when none). `scratch` is a folder the run may fill with build
+        products (removed by the caller); without it, the adapter uses the user's cache."""
+
+    def test_sources(self, track: Track) -> dict[str, str]:
+        """Each catalog test's source, by its name in this language."""
 
     def run_script(self, track: Track, code_root: Path, script: Path, args: list[str]) -> int:
         """Run one of the chapter's scripts with the code under test importable; its exit code."""

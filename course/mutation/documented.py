@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,8 +34,10 @@ class BaselineFailed(CourseError):
 class MutantResult:
     mutant: Mutant
     status: str
-    failing: list[str] = field(default_factory=list)  # the catalog tests that failed: its kill signature
+    failing: list[str] = field(default_factory=list)  # the catalog tests that failed
+    signature: list[str] = field(default_factory=list)  # the cases that failed: its kill signature
     detail: str = ""  # why it is stale, or what stopped the run
+    seconds: float = 0.0  # wall time of its run
 
     @property
     def documented(self) -> bool:
@@ -44,7 +47,8 @@ class MutantResult:
     def as_dict(self) -> dict:
         return {"id": self.mutant.id, "pitfall": self.mutant.pitfall, "status": self.status,
                 "failing": self.failing, "caught_by": list(self.mutant.caught_by),
-                "killed_as_documented": self.documented, "detail": self.detail}
+                "killed_as_documented": self.documented, "signature": self.signature, "detail": self.detail,
+                "seconds": round(self.seconds, 3)}
 
 
 def derived_timeout(baseline: CheckResult) -> float:
@@ -62,7 +66,14 @@ def baseline(chapter: Chapter, track: Track) -> CheckResult:
     return result
 
 
-def run_one(chapter: Chapter, track: Track, mutant: Mutant, timeout: float) -> MutantResult:
+def run_one(chapter: Chapter, track: Track, mutant: Mutant, timeout: float, scratch: Path) -> MutantResult:
+    started = time.perf_counter()
+    result = _judge(chapter, track, mutant, timeout, scratch)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _judge(chapter: Chapter, track: Track, mutant: Mutant, timeout: float, scratch: Path) -> MutantResult:
     with tempfile.TemporaryDirectory(prefix=f"course-{chapter.id}-{mutant.id}-") as tmp:
         copy = Path(tmp) / "code"
         shutil.copytree(track.reference, copy, ignore=shutil.ignore_patterns("__pycache__"))
@@ -70,14 +81,15 @@ def run_one(chapter: Chapter, track: Track, mutant: Mutant, timeout: float) -> M
             apply(mutant, copy)
         except StaleMutant as exc:
             return MutantResult(mutant, STALE, detail=str(exc))
-        result = run_check(chapter, track, copy, timeout=timeout)
+        result = run_check(chapter, track, copy, timeout=timeout, scratch=scratch)
     failing = [e.entry.name for e in result.entries if e.status != "pass"]
+    signature = sorted(result.failing_cases)
     if result.problem:
-        return MutantResult(mutant, KILLED, failing, detail=result.problem)
+        return MutantResult(mutant, KILLED, failing, signature, detail=result.problem)
     if not failing:
         return MutantResult(mutant, SURVIVED)
     timed_out = any(e.status == TIMEOUT for e in result.entries)
-    return MutantResult(mutant, TIMED_OUT if timed_out else KILLED, failing)
+    return MutantResult(mutant, TIMED_OUT if timed_out else KILLED, failing, signature)
 
 
 def run_mutants(
@@ -91,8 +103,10 @@ def run_mutants(
     """Judge each mutant; results in manifest order. Ctrl-C stops the workers and removes the copies."""
     timeout = derived_timeout(baseline(chapter, track))
     results: dict[str, MutantResult] = {}
+    # Build products of every copy (compiled files) share one scratch folder, removed at the end.
+    scratch = tempfile.TemporaryDirectory(prefix=f"course-{chapter.id}-scratch-")
     pool = ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2)
-    futures = [pool.submit(run_one, chapter, track, m, timeout) for m in mutants]
+    futures = [pool.submit(run_one, chapter, track, m, timeout, Path(scratch.name)) for m in mutants]
     try:
         for future in as_completed(futures):
             result = future.result()
@@ -104,6 +118,8 @@ def run_mutants(
             future.cancel()
         processes.kill_all()  # the running workers die; their threads then remove their copies
         pool.shutdown(wait=True, cancel_futures=True)
+        scratch.cleanup()
         raise
     pool.shutdown()
+    scratch.cleanup()
     return [results[m.id] for m in mutants]

@@ -28,6 +28,7 @@ class PythonAdapter:
         timeout: float,
         select: str = "",
         on_case: Callable[[CaseResult], None] | None = None,
+        scratch: Path | None = None,
     ) -> tuple[list[CaseResult], str]:
         spec = supervisor.RunSpec(
             code_root=code_root.resolve(),
@@ -36,6 +37,7 @@ class PythonAdapter:
             modules=list(track.modules),
             timeout=timeout,
             select=select,
+            pycache=scratch / "pycache" if scratch else None,
         )
 
         def to_catalog_name(case: CaseResult) -> None:

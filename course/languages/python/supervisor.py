@@ -34,6 +34,7 @@ class RunSpec:
     modules: list[str]
     timeout: float
     select: str = ""
+    pycache: Path | None = None  # where compiled files go (default: the user's cache folder)
 
 
 @dataclass
@@ -46,6 +47,16 @@ def _case_of(nodeid: str) -> str:
     return nodeid[nodeid.index("[") + 1 : -1] if nodeid.endswith("]") and "[" in nodeid else ""
 
 
+def default_pycache() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "course" / "pycache"
+
+
+# Imported once by the fork server. Never the code under test: only the harness's side of a run and
+# standard-library modules that chapter code commonly imports.
+PRELOAD = ["course.languages.python.worker", "course.fake_model", "http.client", "json", "dataclasses",
+           "enum", "contextvars", "codecs", "urllib.parse", "concurrent.futures",
+           "course.languages.python.preload"]
 _forkserver = None
 _forkserver_lock = threading.Lock()
 
@@ -57,7 +68,7 @@ def _context():  # noqa: ANN202
     with _forkserver_lock:
         if _forkserver is None:
             context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["course.languages.python.worker", "course.fake_model"])
+            context.set_forkserver_preload(PRELOAD)
             _forkserver = context
     return _forkserver
 
@@ -77,6 +88,7 @@ class _Worker:
             "select": spec.select,
             "skip": sorted(skip),
             "stderr_path": self.stderr.name,
+            "pycache": str(spec.pycache or default_pycache()),
         }
         context = _context()
         self.events, sender = context.Pipe(duplex=False)

@@ -87,6 +87,11 @@ class CatalogPlugin:
         self.events = events
         self.current: dict[str, Any] = {}
 
+    def pytest_configure(self, config) -> None:  # noqa: ANN001
+        # Python's own traceback format: what -v shows, and far cheaper for pytest to build than
+        # its own, which matters when a mutant fails dozens of cases.
+        config.option.tbstyle = "native"
+
     # Collection: only catalog tests, in catalog order, minus those already run by an earlier worker.
     def pytest_collection_modifyitems(self, session, config, items) -> None:  # noqa: ANN001
         kept = [i for i in items if i.originalname in self.order and i.nodeid not in self.skip]
@@ -170,6 +175,12 @@ def import_modules(modules: list[str], code_root: str) -> str:
     return ""
 
 
+# pytest's plugins that a catalog run does not use: without them each test costs about half as much.
+# faulthandler stays: it writes the traceback of a test that crashes the interpreter.
+UNUSED_PLUGINS = ("cacheprovider", "terminal", "pastebin", "logging", "warnings", "unraisableexception",
+                  "threadexception", "doctest", "junitxml", "stepwise", "legacypath")
+
+
 def run(spec: dict[str, Any], channel: Connection) -> None:
     """Run the catalog in this (freshly forked) process, reporting on `channel`."""
     os.setsid()  # its own process group: the supervisor's kill reaches whatever a test spawns
@@ -182,7 +193,8 @@ def run(spec: dict[str, Any], channel: Connection) -> None:
     harness = str(Path(__file__).resolve().parents[3])  # the folder holding the `course` package
     sys.path[:] = [code_root] + [p for p in sys.path if p not in ("", here)] + [harness]
     os.chdir(code_root)
-    sys.dont_write_bytecode = True  # never leave __pycache__ in the learner's tree or the reference
+    # Compiled files go to the harness's own cache, never into the learner's tree or the reference.
+    sys.pycache_prefix = spec["pycache"]
     # No third-party pytest plugins: the catalog needs none, and whatever else is installed
     # (anyio, trio, ...) costs start-up time and could change behaviour.
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
@@ -193,8 +205,11 @@ def run(spec: dict[str, Any], channel: Connection) -> None:
         return
 
     args = [
-        spec["tests_dir"], "-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:pastebin",
+        spec["tests_dir"], *(arg for plugin in UNUSED_PLUGINS for arg in ("-p", f"no:{plugin}")),
         "--rootdir", spec["tests_dir"], "-c", os.devnull, "-W", "ignore::pytest.PytestCollectionWarning",
+        # Catalog asserts carry their own messages (verify checks it), so pytest need not rewrite
+        # them: importing the tests stays an ordinary, cached import.
+        "--assert=plain",
     ]
     if spec.get("select"):
         args += ["-k", spec["select"]]

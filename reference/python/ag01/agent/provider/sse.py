@@ -6,7 +6,7 @@ import codecs
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from agent.provider.errors import ProviderError, StreamError
 from agent.types import (
@@ -28,9 +28,8 @@ class BinaryReader(Protocol):
     def read(self, n: int, /) -> bytes: ...
 
 
-@dataclass(frozen=True)
-class Event:
-    """One server-sent event. `id` is the last event id seen so far, as the spec defines it."""
+class Event(NamedTuple):
+    """One server-sent event (an immutable named tuple: cheap to make, one per event). `id` is the last event id seen so far, as the spec defines it."""
 
     data: str
     event: str = "message"
@@ -40,9 +39,10 @@ class Event:
 class EventReader:
     """Iterates over the events of a text/event-stream body (WHATWG HTML, "server-sent events").
 
-    A read may end anywhere: inside a line, inside a UTF-8 character, between the CR and LF of one
-    line end. The reader carries that state from one read to the next, and its cost stays linear
-    in the size of the input whatever the read size.
+    An event is the text between two blank lines. A read may end anywhere: inside a line, inside a
+    UTF-8 character, between the CR and LF of one line end, between the two line ends of a blank
+    line. The reader carries that state from one read to the next, and its cost stays linear in
+    the size of the input whatever the read size.
     """
 
     def __init__(self, stream: BinaryReader, read_size: int = 65536) -> None:
@@ -58,17 +58,15 @@ class EventReader:
         return next(self._events)
 
     def _parse(self) -> Iterator[Event]:
-        data: list[str] = []  # the data lines of the event being read
-        event_type = ""
-        last_id = ""  # unlike the other two, kept from one event to the next
-        for lines in self._line_batches():
-            for line in lines:
-                if not line:  # a blank line dispatches the event, if it has data
-                    if data:
-                        yield Event("\n".join(data), event_type or "message", last_id)
-                    data = []
-                    event_type = ""
-                    continue
+        last_id = ""  # unlike the event type, kept from one event to the next
+        for block in self._blocks():
+            # The common case, one "data: ..." line, skips the general field parsing below.
+            if block.startswith("data: ") and "\n" not in block:
+                yield Event(block[6:], "message", last_id)
+                continue
+            data: list[str] = []
+            event_type = ""
+            for line in block.split("\n"):
                 # "name: value" (a line without a colon is a name with an empty value);
                 # a comment ": ping" has the empty name, which matches no field below
                 name, _, value = line.partition(":")
@@ -80,14 +78,33 @@ class EventReader:
                     event_type = value
                 elif name == "id" and "\0" not in value:
                     last_id = value
+            if data:  # a block without data (comments, event: alone) dispatches nothing
+                yield Event("\n".join(data), event_type or "message", last_id)
+
+    def _blocks(self) -> Iterator[str]:
+        """Yields the text of each event, its lines joined by LF, up to (not with) its blank line."""
+        unfinished: list[str] = []  # pieces of the event being read, joined once when it ends
+        for text in self._text():
+            if unfinished and unfinished[-1].endswith("\n") and text.startswith("\n"):
+                text = "\n" + text  # the blank line's two line ends came in different reads
+            blocks = text.split("\n\n")
+            if len(blocks) == 1:
+                unfinished.append(text)
+                continue
+            unfinished.append(blocks[0])
+            blocks[0] = "".join(unfinished)
+            unfinished = [blocks.pop()]
+            for block in blocks:
+                block = block.lstrip("\n")  # more blank lines in a row end no further event
+                if block:
+                    yield block
         # end of input: an event without its blank line is discarded, as the spec says
 
-    def _line_batches(self) -> Iterator[list[str]]:
-        """Yields the complete lines of the body, without their line ends, one list per read."""
+    def _text(self) -> Iterator[str]:
+        """The decoded body, read by read, with every line end (CRLF, CR, LF) made a LF."""
         # utf-8-sig removes one leading BOM, even one split across reads; undecodable bytes
         # become U+FFFD, as the spec's UTF-8 decoding does
         decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
-        unfinished: list[str] = []  # pieces of the line being read, joined once when it ends
         after_cr = False  # the previous text ended in CR: a LF that starts this one ends no line
         while chunk := self._stream.read(self._read_size):
             text = decoder.decode(chunk)
@@ -95,17 +112,12 @@ class EventReader:
                 continue
             if after_cr and text[0] == "\n":
                 text = text[1:]
+                if not text:
+                    continue
             after_cr = text.endswith("\r")
             if "\r" in text:  # CRLF first, so that its CR and LF do not end two lines
                 text = text.replace("\r\n", "\n").replace("\r", "\n")
-            lines = text.split("\n")
-            if len(lines) == 1:
-                unfinished.append(text)
-                continue
-            unfinished.append(lines[0])
-            lines[0] = "".join(unfinished)
-            unfinished = [lines.pop()]
-            yield lines
+            yield text
 
 
 @dataclass

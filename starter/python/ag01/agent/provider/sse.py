@@ -11,7 +11,7 @@ import codecs
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from agent.provider.errors import ProviderError, StreamError
 from agent.types import (
@@ -33,9 +33,8 @@ class BinaryReader(Protocol):
     def read(self, n: int, /) -> bytes: ...
 
 
-@dataclass(frozen=True)
-class Event:
-    """One server-sent event. `id` is the last event id seen so far, as the spec defines it."""
+class Event(NamedTuple):
+    """One server-sent event (an immutable named tuple: cheap to make, one per event). `id` is the last event id seen so far, as the spec defines it."""
 
     data: str
     event: str = "message"
