@@ -61,6 +61,7 @@ def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
     catalogued = {adapter.test_name(n) for n in names}
     for test in sorted(set(defined) - catalogued):
         problems.append(f"{test} in {track.tests} is not in the catalog (course check would never run it)")
+    problems.extend(adapter.catalog_problems(track))
     if track.run and not (track.tests / track.run).is_file():
         problems.append(f"run script missing: {track.tests / track.run}")
     for dup in _duplicates([m.id for m in track.mutants]):

@@ -37,6 +37,9 @@ class Adapter(Protocol):
     def test_sources(self, track: Track) -> dict[str, str]:
         """Each catalog test's source, by its name in this language."""
 
+    def catalog_problems(self, track: Track) -> list[str]:
+        """What in the catalog's files would make its failures unreadable or its run unsound."""
+
     def run_script(self, track: Track, code_root: Path, script: Path, args: list[str]) -> int:
         """Run one of the chapter's scripts with the code under test importable; its exit code."""
 

@@ -123,13 +123,15 @@ def openai_python(data: bytes, size: int) -> int:
     return sum(1 for _ in SSEDecoder().iter_bytes(iter(lambda: stream.read(size), b"")))
 
 
-def throughput(fn, data: bytes, size: int, runs: int = 7) -> float:  # noqa: ANN001
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        fn(data, size)
-        times.append(time.perf_counter() - started)
-    return len(data) / statistics.median(times) / 1e6
+def medians(fns: dict, data: bytes, size: int, rounds: int) -> dict[str, float]:
+    """MB/s of each function on the same input, run in interleaved rounds so noise hits all alike."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            started = time.perf_counter()
+            fn(data, size)
+            times[name].append(time.perf_counter() - started)
+    return {name: len(data) / statistics.median(t) / 1e6 for name, t in times.items()}
 
 
 def bench_sse() -> None:
@@ -137,28 +139,29 @@ def bench_sse() -> None:
     data = chat_stream(4_000_000)
     expected = ours(data, 4096)
     peers = {"reference EventReader": ours, "httpx-sse 0.4 decoder": httpx_sse, "openai-python SSEDecoder": openai_python}
-    speeds: dict[str, float] = {}
-    for name, fn in peers.items():
+    for name, fn in list(peers.items()):
         try:
-            count = fn(data, 4096)
+            count = fn(data, 4096)  # also the warm-up
         except ImportError:
             print(f"  {name:<26} not installed (pip install '.[bench]')")
+            del peers[name]
             continue
         assert count == expected, f"{name} saw {count} events, the reference {expected}"
-        speeds[name] = throughput(fn, data, 4096)
+    speeds = medians(peers, data, 4096, rounds=9)
     for name, speed in speeds.items():
-        print(f"  {name:<26} {speed:7.1f} MB/s  ({len(data) / 1e6:.1f} MB, 4 KiB reads, {expected} events)")
+        print(f"  {name:<26} {speed:7.1f} MB/s  ({len(data) / 1e6:.1f} MB, 4 KiB reads, {expected} events, median of 9)")
     if "httpx-sse 0.4 decoder" in speeds:
         ratio = speeds["reference EventReader"] / speeds["httpx-sse 0.4 decoder"]
         print(f"  reference / httpx-sse: {ratio:.2f}x (target >= 2x)")
 
-    for label, size in (("one 1 MiB event, 4 KiB reads", 1 << 20), ("one 2 MiB event, 4 KiB reads", 2 << 20)):
-        event = b"data: " + b"x" * size + b"\n\n"
-        print(f"  {label:<34} {throughput(ours, event, 4096, runs=5):7.1f} MB/s")
-    small = chat_stream(64_000)
-    for label, payload in (("64 KB stream, 1-byte reads", small), ("128 KB stream, 1-byte reads", chat_stream(128_000))):
-        print(f"  {label:<34} {throughput(ours, payload, 1, runs=3):7.1f} MB/s")
-    print("  (linear: the same MB/s at twice the size)")
+    print("  linearity (the same MB/s at every size means linear):")
+    for mib in (1, 2, 4):
+        event = b"data: " + b"x" * (mib << 20) + b"\n\n"
+        speed = medians({"ours": ours}, event, 4096, rounds=5)["ours"]
+        print(f"    one {mib} MiB event, 4 KiB reads {speed:8.1f} MB/s")
+    for kb in (32, 64, 128):
+        speed = medians({"ours": ours}, chat_stream(kb * 1000), 1, rounds=3)["ours"]
+        print(f"    {kb} KB stream, 1-byte reads {speed:8.2f} MB/s")
 
 
 def bench_mutants() -> None:

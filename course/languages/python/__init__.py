@@ -53,6 +53,18 @@ class PythonAdapter:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code_root), harness]), "PYTHONDONTWRITEBYTECODE": "1"}
         return subprocess.call([sys.executable, str(script), *args], cwd=code_root, env=env)
 
+    def catalog_problems(self, track: Track) -> list[str]:
+        """Asserts without a message: the worker runs pytest with plain asserts (no rewriting, so
+        imports stay cached), and a bare assert would fail with nothing for the learner to read."""
+        import ast
+
+        problems = []
+        for path in sorted(track.tests.glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Assert) and node.msg is None:
+                    problems.append(f"{path.name}:{node.lineno}: assert without a message")
+        return problems
+
     def test_sources(self, track: Track) -> dict[str, str]:
         """Each test function's source, by name, for results.json's test_code."""
         import ast

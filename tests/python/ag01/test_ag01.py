@@ -450,14 +450,19 @@ def test_no_retry_after_content(fake, sleeps, failure):
     assert list(sleeps) == [], f"sleeps: got {list(sleeps)}, want []"
 
 
-@pytest.mark.parametrize("wrapped", [False, True], ids=["direct", "with_retry"])
-def test_cancel_stops_stream(fake, sleeps, wrapped):
-    """Closing the stream closes the connection at once: the server sees its client go away."""
+@pytest.mark.parametrize(
+    "wrapped, read_first",
+    [(False, True), (True, True), (False, False)],
+    ids=["direct", "with_retry", "closed_before_reading"],
+)
+def test_cancel_stops_stream(fake, sleeps, wrapped, read_first):
+    """Closing the stream closes the connection at once, even before anything was read from it."""
     fake.script(fake_model.slow(interval=0.01, duration=3.0))
     p = retrying(fake, sleeps) if wrapped else provider(fake)
     stream = p.chat_stream([user("count slowly")])
-    first = next((d for d in stream if isinstance(d, types.TextDelta)), None)
-    assert first is not None, "the slow stream ended before its first text delta"
+    if read_first:
+        first = next((d for d in stream if isinstance(d, types.TextDelta)), None)
+        assert first is not None, "the slow stream ended before its first text delta"
     assert not fake.client_gone.is_set(), "the server saw the client leave before the test closed the stream"
     held = hold_references(stream)  # noqa: F841 - kept alive on purpose until the end of the test
     stream.close()

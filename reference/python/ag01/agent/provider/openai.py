@@ -106,7 +106,7 @@ class OpenAIProvider:
         except BaseException:
             connection.close()
             raise
-        return _deltas(connection, response)
+        return _ResponseStream(connection, response)
 
     def _connect(self) -> http.client.HTTPConnection:
         if self._https:
@@ -121,7 +121,36 @@ class OpenAIProvider:
         return headers
 
 
-def _deltas(connection: http.client.HTTPConnection, response: http.client.HTTPResponse) -> Iterator[Delta]:
+class _ResponseStream:
+    """The deltas of one response. It owns the connection: reading to the end or closing the stream
+    closes it, and dropping the connection is what tells the server to stop generating.
+
+    A class rather than a bare generator: a generator closed before its first step never runs its
+    `finally`, and a caller may well cancel before reading anything.
+    """
+
+    def __init__(self, connection: http.client.HTTPConnection, response: http.client.HTTPResponse) -> None:
+        self._connection = connection
+        self._response = response
+        self._deltas = _deltas(response)
+
+    def __iter__(self) -> _ResponseStream:
+        return self
+
+    def __next__(self) -> Delta:
+        try:
+            return next(self._deltas)
+        except StopIteration:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        self._deltas.close()
+        self._response.close()
+        self._connection.close()  # the response alone would leave the socket open for reuse
+
+
+def _deltas(response: http.client.HTTPResponse) -> Iterator[Delta]:
     decoder = Decoder()
     try:
         for event in EventReader(_ArrivedBytes(response)):
@@ -133,11 +162,6 @@ def _deltas(connection: http.client.HTTPConnection, response: http.client.HTTPRe
         yield ErrorDelta(StreamCutError())
     except (OSError, http.client.HTTPException) as error:  # the connection broke mid-stream
         yield ErrorDelta(error)
-    finally:
-        # runs when the stream ends and when the caller closes it early: dropping the connection
-        # is what tells the server to stop generating
-        response.close()
-        connection.close()
 
 
 class _ArrivedBytes:

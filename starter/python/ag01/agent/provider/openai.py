@@ -66,7 +66,7 @@ class OpenAIProvider:
         tools: Sequence[ToolDef] = (),
         options: CallOptions | None = None,
     ) -> DeltaStream:
-        """Send the request, then return a generator of deltas.
+        """Send the request, then return the stream of deltas.
 
         Before returning (so these are raised to the caller):
         - open an http.client.HTTPConnection (HTTPSConnection for https) to the host and port
@@ -79,12 +79,14 @@ class OpenAIProvider:
           retry_after = the Retry-After header as seconds (float), None when absent or not a
           number. Close the connection first. Errors while connecting (OSError) just propagate.
 
-        The generator then reads the body with EventReader and Decoder and yields every delta:
+        The stream then reads the body with EventReader and Decoder and yields every delta:
         - it stops after the Decoder says the stream is finished;
         - when the body ends before that: yield ErrorDelta(StreamCutError());
         - when reading fails (OSError or http.client.HTTPException): yield ErrorDelta(that error);
-        - in a `finally`, close the response AND the connection: when the caller closes the
-          generator early, that is what tells the server to stop (section 7).
+        - when it ends, and when the caller calls its close(), even before reading anything, it
+          closes the response AND the connection: that is what tells the server to stop (section 7).
+        Careful: a generator closed before its first step never runs its `finally`. A small class
+        with __iter__, __next__ and close() around the generator is one way to close in every case.
         Tip: response.read(n) waits for n bytes; response.read1(n) returns what has arrived.
         """
         raise NotImplementedError("OpenAIProvider.chat_stream: see its docstring and `course show ag01`.")
