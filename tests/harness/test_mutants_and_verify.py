@@ -101,7 +101,7 @@ def test_an_interrupted_run_leaves_the_reference_byte_identical(tmp_path: Path) 
 def test_verify_fails_when_a_catalog_test_passes_on_the_stubs(course, tmp_path: Path) -> None:
     root = content_copy(tmp_path)
     tests = root / "tests" / "python" / CHAPTER / "test_ag01.py"
-    tests.write_text(tests.read_text() + "\n\ndef test_always_passes():\n    assert True\n")
+    tests.write_text(tests.read_text() + "\n\ndef test_always_passes():\n    assert True, 'always'\n")
     data = manifest(root)
     data["catalog"].append({"name": "always_passes", "kind": "unit", "checks": "nothing", "why": "none"})
     data["tracks"]["python"]["mutants"] = []
@@ -126,3 +126,13 @@ def test_one_documented_bug_gets_its_pitfall_named(course, learner: Path) -> Non
     assert ran.code == 1
     pitfall = chapter.pitfall(mutant.pitfall)
     assert f"hint: this pattern of failures matches pitfall {pitfall.id}: {pitfall.title}" in ran.out, ran.out
+
+
+def test_verify_flags_an_assert_without_a_message(course, tmp_path: Path) -> None:
+    root = content_copy(tmp_path)
+    tests = root / "tests" / "python" / CHAPTER / "test_ag01.py"
+    lines = tests.read_text().splitlines()
+    tests.write_text("\n".join(lines) + "\n\n\ndef helper_without_message():\n    assert 1 + 1 == 2\n")
+    ran = course("verify", CHAPTER, cwd=tmp_path, env={"COURSE_CONTENT": str(root)})
+    assert ran.code == 1
+    assert f"test_ag01.py:{len(lines) + 4}: assert without a message" in ran.out, ran.out
