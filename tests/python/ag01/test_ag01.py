@@ -173,6 +173,34 @@ def test_hand_example(chunked):
     assert message == want_message, f"collect: got message {message!r}, want {want_message!r}"
     assert usage == types.Usage(5, 2), f"collect: got usage {usage!r}, want Usage(input_tokens=5, output_tokens=2)"
 
+    # The same answer beside a second one (choice index 1: text, a tool call, its own finish reason).
+    # We ask for one answer, so the decoder follows choice 0 and the four deltas stay the same.
+    def chunk(*choices: dict, usage: dict | None = None) -> str:
+        obj = {"id": "chatcmpl-2", "object": "chat.completion.chunk", "created": 1700000000, "model": "m", "choices": list(choices)}
+        if usage is not None:
+            obj["usage"] = usage
+        return json.dumps(obj, separators=(",", ":"))
+
+    def choice(index: int, delta: dict, finish_reason: str | None = None) -> dict:
+        return {"index": index, "delta": delta, "finish_reason": finish_reason}
+
+    other_call = {"index": 0, "id": "call_other", "type": "function", "function": {"name": "get_time", "arguments": '{"tz":"UTC"}'}}
+    events = [
+        chunk(choice(0, {"role": "assistant", "content": ""}), choice(1, {"role": "assistant", "content": ""})),
+        chunk(choice(1, {"content": "Bye"})),
+        chunk(choice(0, {"content": "Hel"})),
+        chunk(choice(1, {"tool_calls": [other_call]}), choice(0, {"content": "lo"})),
+        chunk(choice(0, {}, "stop"), choice(1, {}, "length")),
+        chunk(usage={"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}),
+        "[DONE]",
+    ]
+    body = "".join(f"data: {e}\n\n" for e in events).encode("utf-8")
+    deltas = read_body(body, hand["read_size"], chunked)
+    assert deltas == want, (
+        f"'Hello' as choice 0 beside a second answer (choice 1: 'Bye', a get_time call, finish 'length'): "
+        f"got {deltas!r}, want {want!r} (only choice 0 is ours)"
+    )
+
 
 RECORDED_CASES = [
     pytest.param(stream, size, id=f"{stream['name']}-{size}")
@@ -230,7 +258,13 @@ def test_request_body(fake):
         ),
         types.Message(types.Role.TOOL, '{"temp_c": 18}', tool_call_id="call_1"),
         types.Message(types.Role.TOOL, "12:00", tool_call_id="call_2"),
-        types.Message(types.Role.ASSISTANT, "18 °C at noon."),
+        types.Message(
+            types.Role.ASSISTANT,
+            "Paris is 18 °C. Now Lyon.",
+            tool_calls=[types.ToolCall("call_3", "get_weather", '{"city":"Lyon"}')],
+        ),
+        types.Message(types.Role.TOOL, '{"temp_c": 21}', tool_call_id="call_3"),
+        types.Message(types.Role.ASSISTANT, "18 °C in Paris, 21 °C in Lyon, at noon."),
     ]
     tools = [
         types.ToolDef("get_weather", "Current weather in a city", WEATHER_TOOL_SCHEMA),
@@ -250,7 +284,14 @@ def test_request_body(fake):
         },
         {"role": "tool", "content": '{"temp_c": 18}', "tool_call_id": "call_1"},
         {"role": "tool", "content": "12:00", "tool_call_id": "call_2"},
-        {"role": "assistant", "content": "18 °C at noon."},
+        {
+            # text beside tool calls stays text: only an empty one becomes null
+            "role": "assistant",
+            "content": "Paris is 18 °C. Now Lyon.",
+            "tool_calls": [{"id": "call_3", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Lyon"}'}}],
+        },
+        {"role": "tool", "content": '{"temp_c": 21}', "tool_call_id": "call_3"},
+        {"role": "assistant", "content": "18 °C in Paris, 21 °C in Lyon, at noon."},
     ]
     want = {
         "model": "test-model",
@@ -312,7 +353,8 @@ def test_request_body(fake):
 
 
 def test_api_error_not_retried(fake, sleeps):
-    """A 400 is raised once as APIError with the body's type, code and message: one request, no wait."""
+    """A 400 is raised once as APIError with the body's type, code and message (or its text when it is not
+    JSON): one request, no wait. A Retry-After that is not a finite number >= 0 gives retry_after None."""
     fake.script(
         fake_model.http_error(400, "invalid_request_error", "bad model", code="model_not_found"),
         fake_model.text("this answer must never be asked for"),
@@ -328,10 +370,31 @@ def test_api_error_not_retried(fake, sleeps):
     assert list(sleeps) == [], f"sleeps: got {list(sleeps)}, want []"
 
     fake.clear()
-    fake.script(fake_model.raw("<html><body>400 Bad Request</body></html>", status=400, content_type="text/html"))
+    page = "<html>\n<head><title>400 Bad Request</title></head>\n<body>nginx</body>\n</html>"
+    fake.script(
+        fake_model.raw(f"\n{page}\n\n", status=400, content_type="text/html"),
+        fake_model.text("this answer must never be asked for"),
+    )
     with pytest.raises(errors.APIError) as caught:
-        provider(fake).chat_stream([user("hi")])
-    assert caught.value.status == 400, f"a 400 with an HTML body: got status {caught.value.status!r}, want 400"
+        retrying(fake, sleeps, max_attempts=5).chat_stream([user("hi")])
+    err = caught.value
+    got = (err.status, err.type, err.code, err.message)
+    want = (400, "", "", page)
+    assert got == want, (
+        f"a 400 with a proxy's HTML page as its body, APIError (status, type, code, message): got {got!r}, "
+        f"want {want!r} (no JSON error object: the body's text, stripped, is the message)"
+    )
+    assert requests_made(fake) == 1, f"a 400 with an HTML body: got {requests_made(fake)} requests, want 1"
+    assert list(sleeps) == [], f"a 400 with an HTML body: got sleeps {list(sleeps)}, want []"
+
+    # Retry-After is delta-seconds, a finite number >= 0; anything else (the HTTP-date form included) is no hint
+    fake.clear()
+    for header in ("-1", "inf", "nan", "Wed, 21 Oct 2015 07:28:00 GMT"):
+        fake.script(fake_model.http_error(503, retry_after=header))
+        with pytest.raises(errors.APIError) as caught:
+            provider(fake).chat_stream([user("hi")])
+        got = caught.value.retry_after
+        assert got is None, f"APIError.retry_after for 'Retry-After: {header}': got {got!r}, want None"
 
 
 def test_retry_backoff_schedule(fake, sleeps):
@@ -349,11 +412,27 @@ def test_retry_backoff_schedule(fake, sleeps):
     assert got == [0.5, 1.0, 2.0, 30.0], f"RetryPolicy().delay(1, 2, 3, 8): got {got}, want [0.5, 1.0, 2.0, 30.0]"
 
     fake.script(fake_model.http_error(503), fake_model.http_error(503), fake_model.text("Hel", "lo"))
-    message, _ = types.collect(retrying(fake, sleeps, max_attempts=3).chat_stream([user("hi")]))
+    tools = [types.ToolDef("get_weather", "Current weather in a city", WEATHER_TOOL_SCHEMA)]
+    options = types.CallOptions(temperature=0.2, max_tokens=64)
+    stream = retrying(fake, sleeps, max_attempts=3).chat_stream([user("hi")], tools, options)
+    message, _ = types.collect(stream)
     waits = [round(s, 9) for s in sleeps]
     assert waits == [0.1, 0.2], f"sleeps after 503, 503, 200: got {list(sleeps)}, want [0.1, 0.2]"
     assert requests_made(fake) == 3, f"requests: got {requests_made(fake)}, want 3"
     assert message.content == "Hello", f"text: got {message.content!r}, want 'Hello'"
+    # every attempt is the caller's request: the wrapper passes the tools and options on, each time
+    for n, req in enumerate(fake.requests, 1):
+        body = req.body if isinstance(req.body, dict) else {}
+        got = (
+            [t.get("function", {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)],
+            body.get("temperature"),
+            body.get("max_tokens"),
+        )
+        want = (["get_weather"], 0.2, 64)
+        assert got == want, (
+            f"request {n} of 3 (tool names, temperature, max_tokens): got {got!r}, want {want!r} "
+            "(the retry wrapper must pass the caller's tools and options to the inner provider)"
+        )
 
 
 def test_retry_after_honored(fake, sleeps):
@@ -677,7 +756,15 @@ SSE_EDGES = [
     ("pending_event_at_eof_discarded", b"data: a\n\ndata: [DONE]", [("a", "message")]),
     ("pending_event_after_one_line_end_discarded", b"data: a\n\ndata: b\n", [("a", "message")]),
     ("utf8_split_across_reads", "data: héllo — €5 𝄞👋\n\n".encode("utf-8"), [("héllo — €5 𝄞👋", "message")]),
+    # a stray byte, a character cut short before a letter, and one cut short before the line end
+    ("invalid_utf8_replaced", b"data: a\xffb\xe2\x82c\xf0\x9f\x98\n\n", [("a\ufffdb\ufffdc\ufffd", "message")]),
     ("id_kept", b"id: 7\ndata: a\n\n", [("a", "message", "7")]),
+    # an id alone dispatches nothing but is the last event id from then on, until an empty id resets it
+    (
+        "id_from_earlier_block_kept_until_reset",
+        b"id: 7\n\ndata: x\n\ndata: y\n\nid\ndata: z\n\ndata: w\n\n",
+        [("x", "message", "7"), ("y", "message", "7"), ("z", "message", ""), ("w", "message", "")],
+    ),
     ("id_with_nul_ignored", b"id: 1\x002\ndata: a\n\n", [("a", "message", "")]),
     ("unicode_line_separators_are_not_line_ends", "data: a\u2028b\u2029c\u0085d\x0be\x0cf\x1cg\n\n".encode("utf-8"), [("a\u2028b\u2029c\u0085d\x0be\x0cf\x1cg", "message")]),
 ]
@@ -689,7 +776,10 @@ def test_sse_spec_edges(body, want, chunked):
     """The WHATWG event-stream rules, at read sizes that split lines, line ends and characters."""
     with_id = any(len(w) == 3 for w in want)
     for size in EDGE_READ_SIZES:
-        events = list(sse.EventReader(chunked(body, size), read_size=size))
+        try:
+            events = list(sse.EventReader(chunked(body, size), read_size=size))
+        except UnicodeDecodeError as error:
+            pytest.fail(f"body {body!r} read {size} byte(s) at a time: got {error!r}, want U+FFFD for undecodable bytes")
         got = [(e.data, e.event, e.id) if with_id else (e.data, e.event) for e in events]
         assert got == want, f"body {body!r} read {size} byte(s) at a time: got events {got!r}, want {want!r}"
 
