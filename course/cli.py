@@ -46,7 +46,7 @@ def cli() -> None:
       course check             run the catalog on your code (exit code is the verdict)
       course diff              after passing: your code against the reference
 
-    With no chapter named, a command acts on the chapter you started last.
+    With no chapter named, a command acts on the chapter you worked on last.
     Exit codes: 0 success, 1 tests failed or refused, 2 usage error.
     """
 
@@ -71,13 +71,15 @@ def list_cmd() -> None:
     repo = LearnerRepo.open(root) if root else None
     for chapter in chapters.load_all():
         state = repo.chapters.get(chapter.id) if repo else None
+        check = state.last_check if state else {}
         if state is None:
             progress = click.style("not started", dim=True)
+        elif check and check["passed"] < check["total"]:
+            progress = click.style(f"{check['passed']} of {check['total']} passing", fg="yellow")
+            if state.passed:
+                progress += click.style(" (passed before)", dim=True)
         elif state.passed:
             progress = click.style("passed", fg="green", bold=True)
-        elif state.last_check:
-            check = state.last_check
-            progress = click.style(f"{check['passed']} of {check['total']} passing", fg="yellow")
         else:
             progress = click.style("started", fg="yellow")
         mark = "*" if repo and repo.current == chapter.id else " "
@@ -94,7 +96,7 @@ def list_cmd() -> None:
 def start(chapter_id: str, directory: Path | None, language: str) -> None:
     """Write CHAPTER's stubs into your repository; never overwrites a file."""
     from course import chapters
-    from course.learner import ChapterState, LearnerRepo, default_start_root, now
+    from course.learner import ChapterState, LearnerRepo, default_start_root, find_root, now
     from course.scaffold import scaffold
 
     chapter = chapters.get(chapter_id)
@@ -102,6 +104,10 @@ def start(chapter_id: str, directory: Path | None, language: str) -> None:
     root = directory.resolve() if directory else default_start_root()
     if root.exists() and not root.is_dir():
         raise UsageError(f"{root} is not a folder")
+    outer = find_root(root.parent)
+    if directory and outer and not (root / ".course.json").is_file():
+        echo(click.style(f"note: {root} is inside the learner repository {outer}; "
+                         "it becomes a learner repository of its own", fg="yellow"), err=True)
     root.mkdir(parents=True, exist_ok=True)
     repo = LearnerRepo.open(root)
     result = scaffold(chapter, track, root)
@@ -116,6 +122,10 @@ def start(chapter_id: str, directory: Path | None, language: str) -> None:
         echo(f"  {click.style('wrote', fg='green')}  {name}")
     for name in result.kept:
         echo(f"  {click.style('kept', fg='yellow')}   {name} (already there; left as it is)")
+    for name, why in result.failed.items():
+        echo(f"  {click.style('FAILED', fg='red', bold=True)} {name}: {why}")
+    if result.failed:
+        raise UsageError(f"{len(result.failed)} of the chapter's files could not be written; see above")
     echo(f"\nnext: `course show {chapter.id}` to read the chapter, `course tests {chapter.id}` for the catalog, "
          f"`course check {chapter.id}` for a verdict.")
 
@@ -170,54 +180,54 @@ def _any_chapter(given: str | None):  # noqa: ANN202
 def check(chapter_id: str | None, reference: bool, select: str, timeout: float | None,
           json_path: Path | None, junit_path: Path | None, verbose: bool) -> None:
     """Run the chapter's catalog on your code: exit 0 when every test passes, 1 otherwise."""
-    from course import chapters
+    from course import languages
     from course.check import DEFAULT_TIMEOUT, run_check
     from course.check.report import TerminalReport, junit_xml, results_json, write_json, write_junit
+    from course.diagnose import diagnose
     from course.learner import fingerprint, now
 
+    for path in (json_path, junit_path):  # refuse before running, not after
+        if path is not None and not path.resolve().parent.is_dir():
+            raise UsageError(f"cannot write {path}: no folder {path.resolve().parent}")
     repo = None
     if reference:
-        if not chapter_id:
-            raise UsageError("name the chapter whose reference to check, e.g. `course check ag01 --reference`")
-        chapter = chapters.get(chapter_id)
+        chapter = _any_chapter(chapter_id)
         track = chapter.track("python")
-        code_root = track.reference
-        where = "the course's reference"
+        code_root, where = track.reference, "the course's reference"
     else:
         repo, chapter, track, state = _learner_chapter(chapter_id)
-        code_root = repo.root
-        where = str(repo.root)
+        code_root, where = repo.root, str(repo.root)
         files_before = fingerprint(code_root, track.files)
 
     report = TerminalReport(echo, verbose=verbose)
     echo(f"{chapter.id}: {chapter.title}  ({where})")
     result = run_check(chapter, track, code_root, timeout=timeout or DEFAULT_TIMEOUT, select=select,
                        on_entry=report.entry)
+    if repo is not None and not select:  # saved first: a closed pipe below must not lose it
+        state.last_check = {"passed": result.passed, "total": result.total, "at": now(), "fingerprint": files_before}
+        if result.ok:
+            state.passed_fingerprint = files_before
+        repo.current = chapter.id
+        repo.save()
+    try:
+        if json_path:
+            write_json(json_path, results_json(result, languages.get(track.language).test_sources(track)))
+        if junit_path:
+            write_junit(junit_path, junit_xml(result, chapter.id))
+    except OSError as exc:
+        raise UsageError(f"cannot write {exc.filename}: {exc.strerror}") from None
+
     if result.problem:
         report.problem(result.problem)
         for entry in result.entries:
             report.entry(entry)
-    from course.diagnose import diagnose
-
     hint = "" if select else diagnose(chapter, track, result)
     if hint:
         echo("")
         echo(click.style("hint: ", fg="cyan", bold=True) + hint)
     report.closing(result)
-
-    if json_path:
-        from course import languages
-
-        write_json(json_path, results_json(result, languages.get(track.language).test_sources(track)))
-    if junit_path:
-        write_junit(junit_path, junit_xml(result, chapter.id))
-    if repo is not None and not select:
-        state.last_check = {"passed": result.passed, "total": result.total, "at": now(), "fingerprint": files_before}
-        state.passed_fingerprint = files_before if result.ok else ""
-        repo.current = chapter.id
-        repo.save()
-        if result.ok:
-            echo(f"\nchapter {chapter.id} passed. `course diff {chapter.id}` compares your code with the reference.")
+    if repo is not None and result.ok and not select:
+        echo(f"\nchapter {chapter.id} passed. `course diff {chapter.id}` compares your code with the reference.")
     sys.exit(0 if result.ok else 1)
 
 
@@ -235,7 +245,7 @@ def diff(chapter_id: str | None, force: bool) -> None:
         if not state.passed:
             raise Refused(f"the reference is shown once `course check {chapter.id}` passes; it has not passed yet")
         if fingerprint(repo.root, track.files) != state.passed_fingerprint:
-            raise Refused(f"your files changed since `course check {chapter.id}` passed; run it again first")
+            raise Refused(f"your files are not the ones that passed `course check {chapter.id}`; run it again first")
     changed = diff_files(repo.root, track.reference, track.files, echo=echo, color=_color())
     if not changed:
         echo(f"no differences: your {chapter.id} files match the reference.")
@@ -304,6 +314,8 @@ def mutants(chapter_id: str, only: str, json_path: Path | None, use_mutmut: bool
     selected = list(track.mutants)
     if only:
         wanted = [w.strip() for w in only.split(",") if w.strip()]
+        if not wanted:
+            raise UsageError("--only takes mutant ids, e.g. --only s05,s06")
         unknown = sorted(set(wanted) - {m.id for m in selected})
         if unknown:
             raise UsageError(f"chapter {chapter.id} has no mutant {', '.join(unknown)}; "
@@ -379,7 +391,14 @@ def verify(chapter_ids: tuple[str, ...]) -> None:
     sys.exit(0 if failed == 0 else 1)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM cleans up like Ctrl-C: no test process is left running
+
+
 def main() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         cli.main(standalone_mode=False, prog_name="course")
     except click.exceptions.Exit as exc:
@@ -391,8 +410,14 @@ def main() -> None:
         click.echo("aborted", err=True)
         sys.exit(130)
     except KeyboardInterrupt:
+        from course import processes
+
+        processes.kill_all()
         click.echo("interrupted", err=True)
         sys.exit(130)
+    except BrokenPipeError:  # `course check | head`: the reader left; nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
     except CourseError as exc:
         click.echo(f"course: {exc.message}", err=True)
         if exc.detail:

@@ -17,7 +17,12 @@ _PACKAGE = Path(__file__).resolve().parent
 @lru_cache(maxsize=1)
 def root() -> Path:
     if os.environ.get("COURSE_CONTENT"):
-        return Path(os.environ["COURSE_CONTENT"]).resolve()
+        chosen = Path(os.environ["COURSE_CONTENT"]).resolve()
+        if not (chosen / "chapters").is_dir():
+            from course.errors import UsageError
+
+            raise UsageError(f"COURSE_CONTENT={chosen} has no chapters/ folder")
+        return chosen
     packaged = _PACKAGE / "_content"
     if (packaged / "chapters").is_dir():
         return packaged

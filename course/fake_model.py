@@ -6,8 +6,9 @@ request it receives. Tests script its replies; with nothing scripted it plays "f
 
 * when the last message is a tool message whose ``tool_call_id`` names a call this fake issued, it answers
   with text that quotes the tool's result;
-* otherwise it asks for one tool call, ``get_weather`` with ``{"city": "Paris"}``, whose arguments arrive
-  split in two halves across two chunks.
+* otherwise, when the request offers tools, it asks for one tool call, ``get_weather`` with
+  ``{"city": "Paris"}``, whose arguments arrive split in two halves across two chunks;
+* a request without tools gets a short text answer.
 
 Usage in a test::
 
@@ -567,6 +568,8 @@ class FakeModel:
             result = last.get("content")
             result_text = result if isinstance(result, str) else json.dumps(result)
             return Turn(text=("The tool", " returned: ", result_text))
+        if not body.get("tools"):  # a model asks for tools only when it was offered some
+            return Turn(text=("Hello", " from the", " course fake model."))
         half = len(self.tool_arguments) // 2
         parts = (self.tool_arguments[:half], self.tool_arguments[half:])
         return Turn(calls=(ScriptedCall(call_id, self.tool_name, parts),))

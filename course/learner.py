@@ -32,14 +32,11 @@ def find_root(start: Path | None = None) -> Path | None:
 
 
 def default_start_root(start: Path | None = None) -> Path:
-    """Where `course start` scaffolds when no --dir is given: an existing learner root, else the
-    enclosing git repository's top, else the current folder."""
+    """Where `course start` scaffolds when no --dir is given: the nearest folder at or above the
+    current one that is a learner root or a git repository's top, else the current folder."""
     here = (start or Path.cwd()).resolve()
-    found = find_root(here)
-    if found:
-        return found
     for folder in (here, *here.parents):
-        if (folder / ".git").exists():
+        if (folder / STATE_FILE).is_file() or (folder / ".git").exists():
             return folder
     return here
 
@@ -83,10 +80,11 @@ class LearnerRepo:
             return cls(root=root)
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
-            chapters = {k: ChapterState(**v) for k, v in raw.get("chapters", {}).items()}
-        except (ValueError, TypeError, AttributeError) as exc:
-            raise UsageError(f"{path} is not a course state file ({exc}); move it aside and run `course start` again") from None
-        return cls(root=root, current=raw.get("current", ""), chapters=chapters)
+            return cls(root=root, current=_current(raw), chapters=_chapters(raw))
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            raise UsageError(
+                f"{path} is not a course state file ({exc}); move it aside and run `course start` again"
+            ) from None
 
     @classmethod
     def find(cls, start: Path | None = None) -> LearnerRepo:
@@ -104,7 +102,7 @@ class LearnerRepo:
         return self.chapters[chapter_id]
 
     def resolve_chapter(self, given: str | None) -> str:
-        """The chapter a command acts on: the one named, else the one started last."""
+        """The chapter a command acts on: the one named, else the one worked on last."""
         if given:
             return given
         if not self.current:
@@ -120,6 +118,9 @@ class LearnerRepo:
         }
         fd, tmp = tempfile.mkstemp(prefix=".course.", dir=self.root)
         try:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.fchmod(fd, 0o666 & ~umask)  # an ordinary file, not mkstemp's private 0600
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 json.dump(data, out, indent=2)
                 out.write("\n")
@@ -127,3 +128,30 @@ class LearnerRepo:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+
+def _current(raw: object) -> str:
+    if not isinstance(raw, dict):
+        raise ValueError("not a JSON object")
+    if raw.get("version", STATE_VERSION) > STATE_VERSION:
+        raise ValueError("written by a newer course; upgrade course")
+    current = raw.get("current", "")
+    if not isinstance(current, str):
+        raise ValueError(f"'current' must be a chapter id, got {current!r}")
+    return current
+
+
+def _chapters(raw: dict) -> dict[str, ChapterState]:
+    chapters = raw.get("chapters", {})
+    if not isinstance(chapters, dict):
+        raise ValueError("'chapters' must be an object")
+    out = {}
+    for chapter_id, fields in chapters.items():
+        state = ChapterState(**fields)
+        check = state.last_check
+        if not isinstance(check, dict) or not all(isinstance(check.get(k), int) for k in ("passed", "total")):
+            state.last_check = {}  # unreadable: it is only a record of the last check, forget it
+        if not all(isinstance(v, str) for v in (state.started, state.language, state.passed_fingerprint)):
+            raise ValueError(f"chapter {chapter_id}: a field has the wrong type")
+        out[chapter_id] = state
+    return out

@@ -16,6 +16,7 @@ from course.chapters import Chapter, Track
 class ScaffoldResult:
     written: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # file -> why it could not be written
 
 
 def render(chapter: Chapter, track: Track, name: str) -> str:
@@ -43,12 +44,15 @@ def scaffold(chapter: Chapter, track: Track, root: Path) -> ScaffoldResult:
             result.kept.append(name)
             continue
         text = render(chapter, track, name)
-        target.parent.mkdir(parents=True, exist_ok=True)
         try:
+            target.parent.mkdir(parents=True, exist_ok=True)
             with open(target, "x", encoding="utf-8") as out:
                 out.write(text)
         except FileExistsError:
             result.kept.append(name)
+            continue
+        except OSError as exc:  # a file where a folder should be, no permission, a full disk
+            result.failed[name] = exc.strerror or str(exc)
             continue
         result.written.append(name)
     return result

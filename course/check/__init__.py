@@ -9,6 +9,7 @@ from typing import Callable
 from course import languages
 from course.chapters import Chapter, Track
 from course.check.results import CaseResult, CheckResult, EntryResult
+from course.errors import UsageError
 
 DEFAULT_TIMEOUT = 5.0
 
@@ -39,10 +40,16 @@ def run_check(
         entry.cases.append(case)
 
     started = time.perf_counter()
-    _, problem = adapter.run_catalog(
+    outcome = adapter.run_catalog(
         track, code_root, [e.name for e in chapter.catalog], timeout=timeout, select=select, on_case=on_case,
         scratch=scratch,
     )
+    problem = outcome.problem
+    if outcome.bad_selection:
+        raise UsageError(f"-k {select!r} is not a valid test selection: {problem}")
+    if select and not any(e.cases for e in entries.values()) and not problem:
+        names = ", ".join(e.name for e in chapter.catalog)
+        raise UsageError(f"no catalog test matches -k {select!r}; the tests are: {names}")
     if pending and on_entry and not problem:
         on_entry(pending[-1])
     if select:

@@ -45,7 +45,8 @@ class TerminalReport:
             self._case(cases)
         if len(groups) > MAX_CASES_SHOWN:
             hidden = sum(len(c) for c in list(groups.values())[MAX_CASES_SHOWN:])
-            self.echo(click.style(f"          ... and {hidden} more failing cases (-v shows them all)", dim=True))
+            plural = "s" if hidden != 1 else ""
+            self.echo(click.style(f"          ... and {hidden} more failing case{plural} (-v shows them all)", dim=True))
 
     def _case(self, cases: list) -> None:
         pad = " " * 10

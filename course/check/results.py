@@ -26,6 +26,15 @@ class CaseResult:
 
 
 @dataclass
+class RunOutcome:
+    """What a language adapter's catalog run returns."""
+
+    cases: list[CaseResult] = field(default_factory=list)
+    problem: str = ""  # what stopped the run before (or outside) the tests; "" when nothing did
+    bad_selection: bool = False  # the test runner rejected the -k expression
+
+
+@dataclass
 class EntryResult:
     entry: CatalogEntry
     test_name: str  # the language's name for it: test_hand_example, TestHandExample

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from course.chapters import Track
-from course.check.results import CaseResult
+from course.check.results import CaseResult, RunOutcome
 from course.errors import UsageError
 
 
@@ -29,9 +29,9 @@ class Adapter(Protocol):
         select: str = "",
         on_case: Callable[[CaseResult], None] | None = None,
         scratch: Path | None = None,
-    ) -> tuple[list[CaseResult], str]:
-        """Run the named tests against the code in code_root: the cases, and a problem that stopped
-        the run before the tests ('' when none). `scratch` is a folder the run may fill with build
+    ) -> RunOutcome:
+        """Run the named tests against the code in code_root: the cases, and what stopped the run
+        before the tests, if anything. `scratch` is a folder the run may fill with build
         products (removed by the caller); without it, the adapter uses the user's cache."""
 
     def test_sources(self, track: Track) -> dict[str, str]:

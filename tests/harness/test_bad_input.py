@@ -93,3 +93,59 @@ def test_bad_options_are_usage_errors(course, learner: Path) -> None:
     assert course("start", CHAPTER, cwd=learner).code == 0
     ran = course("check", "--timeout", "-3", cwd=learner)
     assert ran.code == 2 and "Traceback" not in ran.err
+
+
+def test_check_runs_from_the_learners_agent_folder_whose_types_py_shadows_the_stdlib(course, learner: Path) -> None:
+    started_with_reference(course, learner)
+    ran = course("check", cwd=learner / "agent")  # agent/types.py would shadow the standard library's types
+    assert ran.code == 0, ran.out + ran.err
+    assert "Traceback" not in ran.err
+
+
+def test_a_selection_that_matches_nothing_is_a_usage_error(course, learner: Path) -> None:
+    assert course("start", CHAPTER, cwd=learner).code == 0
+    nothing = course("check", "-k", "no_such_test", cwd=learner)
+    assert nothing.code == 2 and "no catalog test matches -k 'no_such_test'" in nothing.err
+    broken = course("check", "-k", "bad(((", cwd=learner)
+    assert broken.code == 2 and "not a valid test selection" in broken.err
+
+
+def test_a_report_path_in_a_missing_folder_is_refused_before_running(course, learner: Path, tmp_path: Path) -> None:
+    assert course("start", CHAPTER, cwd=learner).code == 0
+    ran = course("check", "--json", str(tmp_path / "nowhere" / "results.json"), cwd=learner)
+    assert ran.code == 2 and "cannot write" in ran.err and "Traceback" not in ran.err
+    assert "PASS" not in ran.out and "FAIL" not in ran.out, "it must refuse before running the tests"
+
+
+def test_a_wrong_result_reported_by_pytest_raises_is_a_fail_not_an_error(course, learner: Path) -> None:
+    started_with_reference(course, learner)
+    retry = learner / "agent" / "provider" / "retry.py"
+    append(retry, "def retryable(error):\n    return True\n")  # retries a 400: pytest.raises sees no APIError
+    ran = course("check", "-k", "api_error_not_retried", cwd=learner)
+    assert ran.code == 1
+    assert ("FAIL", "test_api_error_not_retried") in verdict_lines(ran.out), ran.out
+
+
+def test_code_that_swallows_the_timer_is_stopped_by_the_supervisor(course, learner: Path) -> None:
+    started_with_reference(course, learner)
+    stubborn = "def llm_step(iter):\n    while True:\n        try:\n            while True:\n                pass\n        except BaseException:\n            continue\n"
+    append(learner / "agent" / "types.py", stubborn)
+    ran = course("check", "--timeout", "0.5", "-k", "seams", cwd=learner)
+    assert ran.code == 1
+    assert ("TIMEOUT", "test_seams") in verdict_lines(ran.out), ran.out
+
+
+def test_a_state_file_with_wrong_types_is_one_clear_error(course, learner: Path) -> None:
+    (learner / ".course.json").write_text('{"version": 1, "current": 5, "chapters": {}}')
+    ran = course("check", cwd=learner)
+    assert ran.code == 2 and "'current' must be a chapter id" in ran.err and "Traceback" not in ran.err
+    (learner / ".course.json").write_text('{"version": 99, "chapters": {}}')
+    ran = course("list", cwd=learner)
+    assert ran.code == 2 and "newer course" in ran.err
+
+
+def test_a_file_where_a_folder_should_be_is_reported_and_nothing_is_lost(course, learner: Path) -> None:
+    (learner / "agent").write_text("my notes\n")
+    ran = course("start", CHAPTER, cwd=learner)
+    assert ran.code == 2 and "FAILED" in ran.out and "Traceback" not in ran.err
+    assert (learner / "agent").read_text() == "my notes\n"

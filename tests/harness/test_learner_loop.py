@@ -71,7 +71,7 @@ def test_stubs_fail_every_test_then_the_reference_passes_and_diff_is_empty(cours
 
     (learner / "agent" / "types.py").write_text((learner / "agent" / "types.py").read_text() + "\n# my note\n")
     changed = course("diff", cwd=learner)
-    assert changed.code == 1 and "changed since" in changed.err
+    assert changed.code == 1 and "not the ones that passed" in changed.err
     forced = course("diff", "--force", cwd=learner)
     assert forced.code == 0 and "-# my note" in forced.out
 

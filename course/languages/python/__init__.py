@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from course.chapters import Track
-from course.check.results import CaseResult
+from course.check.results import CaseResult, RunOutcome
 from course.languages.python import supervisor
 
 
@@ -29,7 +29,7 @@ class PythonAdapter:
         select: str = "",
         on_case: Callable[[CaseResult], None] | None = None,
         scratch: Path | None = None,
-    ) -> tuple[list[CaseResult], str]:
+    ) -> RunOutcome:
         spec = supervisor.RunSpec(
             code_root=code_root.resolve(),
             tests_dir=track.tests.resolve(),
@@ -46,7 +46,7 @@ class PythonAdapter:
                 on_case(case)
 
         outcome = supervisor.run(spec, on_case=to_catalog_name)
-        return outcome.cases, outcome.problem
+        return outcome
 
     def run_script(self, track: Track, code_root: Path, script: Path, args: list[str]) -> int:
         harness = str(Path(__file__).resolve().parents[3])  # the folder holding `course`

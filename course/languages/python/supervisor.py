@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import signal
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from course import processes
-from course.check.results import ERROR, TIMEOUT, CaseResult
+from course.check.results import ERROR, TIMEOUT, CaseResult, RunOutcome
 
 # Grace on top of the per-test timer before the supervisor kills a worker that stopped answering
 # (learner code that blocks signals, or hangs in C).
@@ -35,12 +36,6 @@ class RunSpec:
     timeout: float
     select: str = ""
     pycache: Path | None = None  # where compiled files go (default: the user's cache folder)
-
-
-@dataclass
-class RunOutcome:
-    cases: list[CaseResult] = field(default_factory=list)
-    problem: str = ""
 
 
 def _case_of(nodeid: str) -> str:
@@ -69,8 +64,22 @@ def _context():  # noqa: ANN202
         if _forkserver is None:
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(PRELOAD)
+            _start_in_empty_folder(multiprocessing.forkserver.ensure_running)
             _forkserver = context
     return _forkserver
+
+
+def _start_in_empty_folder(start) -> None:  # noqa: ANN001
+    """The fork server starts as `python -c ...`, which puts the current folder first on sys.path:
+    started in a learner's agent/ folder, their types.py would shadow the standard library's.
+    So it starts in an empty folder (the workers then move to the code under test)."""
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="course-start-") as empty:
+        os.chdir(empty)
+        try:
+            start()
+        finally:
+            os.chdir(here)
 
 
 class _Worker:
@@ -103,11 +112,13 @@ class _Worker:
         """The next event; None at end of stream; raises TimeoutError past the deadline."""
         wait = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
-            if not self.events.poll(wait):
-                raise TimeoutError
-            return json.loads(self.events.recv_bytes())
-        except (EOFError, OSError):
+            ready = self.events.poll(wait)
+            message = self.events.recv_bytes() if ready else b""
+        except (EOFError, ConnectionError):  # the worker is gone and its end of the pipe closed
             return None
+        if not ready:
+            raise TimeoutError
+        return json.loads(message)
 
     def kill(self) -> None:
         processes.kill(self.process.pid)
@@ -189,6 +200,7 @@ def run(spec: RunSpec, on_case: Callable[[CaseResult], None] | None = None) -> R
                     finished = True
                     if event["exitstatus"] in (2, 3, 4) and not outcome.cases and not outcome.problem:
                         outcome.problem = f"pytest stopped with exit code {event['exitstatus']}"
+                        outcome.bad_selection = event["exitstatus"] == 4 and bool(spec.select)
         finally:
             stderr = worker.close()
         if finished:

@@ -36,26 +36,46 @@ class Events:
         self.channel.send_bytes(json.dumps(event).encode())
 
 
+HARNESS = str(Path(__file__).resolve().parents[2])  # the course package: never the learner's code
+
+
 def _inside(path: str, root: str) -> bool:
+    if not root or path.startswith("<"):  # "<frozen importlib._bootstrap>", "<string>"
+        return False
     try:
         return os.path.commonpath([os.path.abspath(path), root]) == root
     except ValueError:
         return False
 
 
+def _learners(path: str, code_root: str, tests_root: str) -> bool:
+    """A frame of the code under test: in its folder, but not the catalog, the harness, or an
+    installed package (a virtual environment inside the learner's repository)."""
+    return (_inside(path, code_root) and not _inside(path, tests_root) and not _inside(path, HARNESS)
+            and "site-packages" not in Path(path).parts)
+
+
 def locate(tb_entries: list[tuple[str, int]], code_root: str, tests_root: str) -> tuple[str, str]:
     """The deepest frame in the learner's code and the deepest in the test file, as 'file:line'."""
     where = test_line = ""
     for filename, lineno in tb_entries:
-        if _inside(filename, code_root):
-            where = f"{os.path.relpath(filename, code_root)}:{lineno}"
-        elif _inside(filename, tests_root):
+        if _inside(filename, tests_root):
             test_line = f"{os.path.basename(filename)}:{lineno}"
+        elif _learners(filename, code_root, tests_root):
+            where = f"{os.path.relpath(filename, code_root)}:{lineno}"
     return where, test_line
 
 
+def details(exc: BaseException, tests_root: str) -> str:
+    """The traceback from the test function down: pytest's own frames above it help nobody."""
+    tb = exc.__traceback__
+    while tb is not None and not _inside(tb.tb_frame.f_code.co_filename, tests_root):
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__)).rstrip()
+
+
 def short_message(exc: BaseException, limit: int = 12) -> str:
-    if isinstance(exc, AssertionError):
+    if isinstance(exc, (AssertionError, TestTimeout)):
         text = str(exc) or "assertion failed"
     elif isinstance(exc, NotImplementedError):
         text = f"not implemented yet: {exc}" if str(exc) else "not implemented yet"
@@ -72,7 +92,8 @@ def classify(exc: BaseException, when: str) -> str:
         return "timeout"
     if when != "call":
         return "error"
-    if isinstance(exc, (AssertionError, NotImplementedError)):
+    # pytest.raises and pytest.fail report a wrong result, like an assert does
+    if isinstance(exc, (AssertionError, NotImplementedError, pytest.fail.Exception)):
         return "fail"
     return "error"
 
@@ -145,7 +166,7 @@ class CatalogPlugin:
             message=short_message(exc) if exc is not None else str(report.longrepr)[:500],
             where=where,
             test_line=test_line,
-            details=str(report.longrepr),
+            details=details(exc, self.tests_root) if exc is not None else str(report.longrepr),
         )
 
     def pytest_runtest_logreport(self, report) -> None:  # noqa: ANN001
@@ -166,13 +187,21 @@ def import_modules(modules: list[str], code_root: str) -> str:
         except SyntaxError as exc:
             path = os.path.relpath(exc.filename or "?", code_root)
             return f"{path}:{exc.lineno}: syntax error: {exc.msg}"
+        except ModuleNotFoundError as exc:
+            if exc.name in modules:  # one of the chapter's own files is missing
+                path = exc.name.replace(".", "/") + ".py"
+                return f"{path} is missing (importing {name}); `course start` writes missing stubs again"
+            return _import_failure(name, exc, code_root)
         except BaseException as exc:  # noqa: BLE001 - whatever the import raised is the learner's message
-            frames = [(f.filename, f.lineno or 0) for f in traceback.extract_tb(exc.__traceback__)]
-            where, _ = locate(frames, os.path.realpath(code_root), "")
-            head = f"{where}: " if where else ""
-            kind = "ModuleNotFoundError" if isinstance(exc, ModuleNotFoundError) else type(exc).__name__
-            return f"{head}importing {name} failed: {kind}: {exc}"
+            return _import_failure(name, exc, code_root)
     return ""
+
+
+def _import_failure(name: str, exc: BaseException, code_root: str) -> str:
+    frames = [(f.filename, f.lineno or 0) for f in traceback.extract_tb(exc.__traceback__)]
+    where, _ = locate(frames, os.path.realpath(code_root), "")
+    head = f"{where}: " if where else ""
+    return f"{head}importing {name} failed: {type(exc).__name__}: {exc}"
 
 
 # pytest's plugins that a catalog run does not use: without them each test costs about half as much.
