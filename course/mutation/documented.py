@@ -52,9 +52,9 @@ class MutantResult:
 
 
 def derived_timeout(baseline: CheckResult) -> float:
-    """Per-test time allowed to a mutant: well above the slowest baseline case, never below 2 s."""
+    """Per-test time allowed to a mutant: well above the slowest baseline case, never below 1 s."""
     slowest = max((c.duration for e in baseline.entries for c in e.cases), default=0.0)
-    return max(2.0, 10 * slowest)
+    return max(1.0, 10 * slowest)
 
 
 def baseline(chapter: Chapter, track: Track) -> CheckResult:

@@ -1,9 +1,19 @@
-"""Imported last by the fork server, after the modules it preloads: freezes what they allocated.
+"""Imported last by the fork server, after the modules it preloads.
 
-Every worker is forked from the server; frozen objects are skipped by the garbage collector, so the
-workers' collections stay small and their pages stay shared (the usual pre-fork server practice).
+It imports pytest's built-in plugins (each worker would otherwise import them anew), then freezes
+everything allocated so far: the garbage collector skips frozen objects, so the workers' collections
+stay small and their memory pages stay shared (the usual pre-fork server practice).
 """
 
 import gc
+import importlib
+
+from _pytest.config import default_plugins
+
+for name in default_plugins:
+    try:
+        importlib.import_module(f"_pytest.{name}")
+    except ImportError:  # a plugin this pytest version lists but does not ship
+        pass
 
 gc.freeze()

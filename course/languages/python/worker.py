@@ -239,6 +239,8 @@ def run(spec: dict[str, Any], channel: Connection) -> None:
         # Catalog asserts carry their own messages (verify checks it), so pytest need not rewrite
         # them: importing the tests stays an ordinary, cached import.
         "--assert=plain",
+        # what a test prints is captured at the sys.stdout level: cheaper than file descriptors
+        "--capture=sys",
     ]
     if spec.get("select"):
         args += ["-k", spec["select"]]

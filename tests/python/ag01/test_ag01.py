@@ -545,8 +545,8 @@ def test_cancel_stops_stream(fake, sleeps, wrapped, read_first):
     assert not fake.client_gone.is_set(), "the server saw the client leave before the test closed the stream"
     held = hold_references(stream)  # noqa: F841 - kept alive on purpose until the end of the test
     stream.close()
-    gone = fake.client_gone.wait(1.0)
-    assert gone, "after stream.close() the fake model still had a connected client 1 s later: close the response AND the connection"
+    gone = fake.client_gone.wait(0.5)
+    assert gone, "after stream.close() the fake model still had a connected client 0.5 s later: close the response AND the connection"
     left = next(stream, None)
     assert left is None, f"a closed stream must yield nothing more: got {left!r}"
 
