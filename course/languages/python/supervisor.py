@@ -57,9 +57,13 @@ _forkserver_lock = threading.Lock()
 
 
 def _context():  # noqa: ANN202
-    """Workers fork from a server that has already imported pytest and the worker (but no code
-    under test, and no threads): each run skips the interpreter's start and pytest's import."""
+    """How workers start. A single-threaded harness (one `course check`) forks itself: it has
+    imported no code under test, and forking skips a second interpreter's start. A harness running
+    workers from several threads (mutants) must not fork itself; its workers fork from a server
+    that has already imported pytest and the worker, but no code under test and no threads."""
     global _forkserver
+    if threading.active_count() == 1 and _forkserver is None:
+        return multiprocessing.get_context("fork")
     with _forkserver_lock:
         if _forkserver is None:
             context = multiprocessing.get_context("forkserver")

@@ -213,6 +213,8 @@ UNUSED_PLUGINS = ("cacheprovider", "terminal", "pastebin", "logging", "warnings"
 def run(spec: dict[str, Any], channel: Connection) -> None:
     """Run the catalog in this (freshly forked) process, reporting on `channel`."""
     os.setsid()  # its own process group: the supervisor's kill reaches whatever a test spawns
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked harness's handler is not ours
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     _isolate_streams(spec["stderr_path"])
     events = Events(channel)
     code_root = spec["code_root"]
@@ -222,8 +224,11 @@ def run(spec: dict[str, Any], channel: Connection) -> None:
     harness = str(Path(__file__).resolve().parents[3])  # the folder holding the `course` package
     sys.path[:] = [code_root] + [p for p in sys.path if p not in ("", here)] + [harness]
     os.chdir(code_root)
-    # Compiled files go to the harness's own cache, never into the learner's tree or the reference.
+    # Compiled files go to the harness's own cache, never into the learner's tree or the reference,
+    # and are written there even where PYTHONDONTWRITEBYTECODE is set: the catalog's files are
+    # compiled once, not at every run.
     sys.pycache_prefix = spec["pycache"]
+    sys.dont_write_bytecode = False
     # No third-party pytest plugins: the catalog needs none, and whatever else is installed
     # (anyio, trio, ...) costs start-up time and could change behaviour.
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"

@@ -785,7 +785,7 @@ def test_sse_spec_edges(body, want, chunked):
 
 
 def test_sse_large_event(chunked):
-    """One 1 MiB event read 4096 bytes at a time, and a 16 KiB event read 1 byte at a time, arrive intact."""
+    """One 1 MiB event read 4096 bytes at a time, and a 4 KiB event read 1 byte at a time, arrive intact."""
     unit = "0123456789abcdef" * 15 + "é€👋 "
     big = (unit * (1024 * 1024 // len(unit.encode("utf-8")) + 1))[: 1024 * 1024]
     body = b": big\n" + b"data: " + big.encode("utf-8") + b"\n\ndata: [DONE]\n\n"
@@ -797,11 +797,11 @@ def test_sse_large_event(chunked):
     )
     assert events[1] == "[DONE]", f"the event after the big one: got {events[1][:40]!r}, want '[DONE]'"
 
-    medium = big[: 16 * 1024]
+    medium = big[: 4 * 1024]
     body = b"data: " + medium.encode("utf-8") + b"\r\n\r\n"
     events = [e.data for e in sse.EventReader(chunked(body, 1), read_size=1)]
     assert events == [medium], (
-        f"a 16 KiB event read 1 byte at a time: got {len(events)} events of lengths {[len(e) for e in events]}, "
+        f"a 4 KiB event read 1 byte at a time: got {len(events)} events of lengths {[len(e) for e in events]}, "
         f"want 1 of length {len(medium)}"
     )
 
