@@ -103,7 +103,7 @@ class Chapter:
 
 
 def normalize_id(text: str) -> str:
-    """'AG-01', 'ag.01' and 'ag01' all name chapter ag01."""
+    """Forgiving ids: 'XY-07', 'xy.07' and 'xy07' all normalize to 'xy07'."""
     return re.sub(r"[^a-z0-9]", "", text.lower())
 
 
