@@ -96,10 +96,17 @@ def test_bad_options_are_usage_errors(course, learner: Path) -> None:
 
 
 def test_check_runs_from_the_learners_agent_folder_whose_types_py_shadows_the_stdlib(course, learner: Path) -> None:
+    import subprocess
+    import sys
+
     started_with_reference(course, learner)
-    ran = course("check", cwd=learner / "agent")  # agent/types.py would shadow the standard library's types
-    assert ran.code == 0, ran.out + ran.err
-    assert "Traceback" not in ran.err
+    # The installed command, as a learner runs it (`python -m` would itself put agent/ first on the
+    # path); the fork server and workers it starts must not pick up agent/types.py either.
+    command = Path(sys.executable).with_name("course")
+    assert command.is_file(), f"{command} is not installed: `pip install -e .` first"
+    ran = subprocess.run([str(command), "check"], cwd=learner / "agent", capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "Traceback" not in ran.stderr
 
 
 def test_a_selection_that_matches_nothing_is_a_usage_error(course, learner: Path) -> None:
