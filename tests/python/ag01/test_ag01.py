@@ -201,6 +201,17 @@ def test_hand_example(chunked):
         f"got {deltas!r}, want {want!r} (only choice 0 is ours)"
     )
 
+    # An event the decoder cannot read ends the stream with an error, never silently.
+    for data in ("{not json", "[1, 2]", '{"choices": 5}'):
+        got, finished = sse.Decoder().decode(data)
+        kinds = [type(d).__name__ for d in got]
+        assert kinds == ["ErrorDelta"] and finished is True, (
+            f"Decoder().decode({data!r}): got {got!r}, finished={finished!r}; want one ErrorDelta and finished=True"
+        )
+        assert isinstance(got[0].error, errors.ProviderError), (
+            f"Decoder().decode({data!r}): the ErrorDelta holds {got[0].error!r}, want a ProviderError"
+        )
+
 
 RECORDED_CASES = [
     pytest.param(stream, size, id=f"{stream['name']}-{size}")
