@@ -22,7 +22,12 @@ def _color() -> bool:
 
 
 def echo(message: str = "", *, err: bool = False) -> None:
-    click.echo(message, err=err, color=_color() if not err else None)
+    try:
+        click.echo(message, err=err, color=_color() if not err else None)
+    except BrokenPipeError:
+        # `course check | head`: the reader left. The command still finishes its work (the check
+        # records its result) and ends with its own exit code; what it would print goes nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), (sys.stderr if err else sys.stdout).fileno())
 
 
 class ChapterCommandGroup(click.Group):
@@ -149,11 +154,21 @@ def tests(chapter_id: str | None, language: str) -> None:
 
     chapter = _any_chapter(chapter_id)
     adapter = languages.get(language)
-    echo(f"{chapter.id}: {chapter.title}: {len(chapter.catalog)} tests, run in this order by `course check`\n")
+    echo(f"{chapter.id}: {chapter.title}")
+    if chapter.summary:
+        echo(chapter.summary)
+    echo(f"{len(chapter.catalog)} tests, run in this order by `course check`\n")
     for i, entry in enumerate(chapter.catalog, 1):
         echo(f"{i:>2}. {click.style(adapter.test_name(entry.name), bold=True)}  [{entry.kind}]")
         echo(textwrap.fill(entry.checks, 96, initial_indent="    checks: ", subsequent_indent="            "))
         echo(textwrap.fill(entry.why, 96, initial_indent="    why:    ", subsequent_indent="            "))
+
+
+def _writable(*paths: Path | None) -> None:
+    """Refuse an output file in a folder that does not exist before any work, not after."""
+    for path in paths:
+        if path is not None and not path.resolve().parent.is_dir():
+            raise UsageError(f"cannot write {path}: no folder {path.resolve().parent}")
 
 
 def _any_chapter(given: str | None):  # noqa: ANN202
@@ -177,22 +192,21 @@ def _any_chapter(given: str | None):  # noqa: ANN202
 @click.option("--junit-xml", "junit_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write JUnit XML to this file (for CI).")
 @click.option("-v", "--verbose", is_flag=True, help="Full tracebacks and test output.")
+@click.option("--language", default="python", show_default=True, help="The track, with --reference.")
 def check(chapter_id: str | None, reference: bool, select: str, timeout: float | None,
-          json_path: Path | None, junit_path: Path | None, verbose: bool) -> None:
+          json_path: Path | None, junit_path: Path | None, verbose: bool, language: str) -> None:
     """Run the chapter's catalog on your code: exit 0 when every test passes, 1 otherwise."""
     from course import languages
     from course.check import DEFAULT_TIMEOUT, run_check
     from course.check.report import TerminalReport, junit_xml, results_json, write_json, write_junit
     from course.diagnose import diagnose
-    from course.learner import fingerprint, now
+    from course.learner import LearnerRepo, fingerprint, now
 
-    for path in (json_path, junit_path):  # refuse before running, not after
-        if path is not None and not path.resolve().parent.is_dir():
-            raise UsageError(f"cannot write {path}: no folder {path.resolve().parent}")
+    _writable(json_path, junit_path)
     repo = None
     if reference:
         chapter = _any_chapter(chapter_id)
-        track = chapter.track("python")
+        track = chapter.track(language)
         code_root, where = track.reference, "the course's reference"
     else:
         repo, chapter, track, state = _learner_chapter(chapter_id)
@@ -203,8 +217,11 @@ def check(chapter_id: str | None, reference: bool, select: str, timeout: float |
     echo(f"{chapter.id}: {chapter.title}  ({where})")
     result = run_check(chapter, track, code_root, timeout=timeout or DEFAULT_TIMEOUT, select=select,
                        on_entry=report.entry)
-    if repo is not None and not select:  # saved first: a closed pipe below must not lose it
-        state.last_check = {"passed": result.passed, "total": result.total, "at": now(), "fingerprint": files_before}
+    if repo is not None and not select:
+        # Read again: another command may have saved since this one started.
+        repo = LearnerRepo.open(repo.root)
+        state = repo.chapters.setdefault(chapter.id, state)
+        state.last_check = {"passed": result.passed, "total": result.total, "at": now()}
         if result.ok:
             state.passed_fingerprint = files_before
         repo.current = chapter.id
@@ -220,7 +237,8 @@ def check(chapter_id: str | None, reference: bool, select: str, timeout: float |
     if result.problem:
         report.problem(result.problem)
         for entry in result.entries:
-            report.entry(entry)
+            if entry.test_name not in report.shown:
+                report.entry(entry)
     hint = "" if select else diagnose(chapter, track, result)
     if hint:
         echo("")
@@ -254,14 +272,15 @@ def diff(chapter_id: str | None, force: bool) -> None:
 @cli.command(context_settings={"ignore_unknown_options": True})
 @click.argument("chapter_id", metavar="[CHAPTER]", required=False)
 @click.option("--reference", is_flag=True, help="Run the demonstration on the course's reference.")
+@click.option("--language", default="python", show_default=True, help="The track, with --reference.")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def run(chapter_id: str | None, reference: bool, args: tuple[str, ...]) -> None:
+def run(chapter_id: str | None, reference: bool, language: str, args: tuple[str, ...]) -> None:
     """Run the chapter's offline demonstration on your code."""
     from course import languages
 
     if reference:
         chapter = _any_chapter(chapter_id)
-        track = chapter.track("python")
+        track = chapter.track(language)
         code_root = track.reference
     else:
         repo, chapter, track, _ = _learner_chapter(chapter_id)
@@ -269,7 +288,7 @@ def run(chapter_id: str | None, reference: bool, args: tuple[str, ...]) -> None:
     if not track.run:
         raise UsageError(f"chapter {chapter.id} has no demonstration to run")
     code = languages.get(track.language).run_script(track, code_root, track.tests / track.run, list(args))
-    sys.exit(code)
+    sys.exit(code if code >= 0 else 128 - code)  # killed by a signal: the shell's convention
 
 
 @cli.command("fake-model")
@@ -298,8 +317,11 @@ def mutants(chapter_id: str, only: str, json_path: Path | None, use_mutmut: bool
 
     from course import chapters
 
+    _writable(json_path)
     chapter = chapters.get(chapter_id)
     track = chapter.track(language)
+    if use_mutmut and (only or jobs):
+        raise UsageError("--only and --jobs choose documented mutants; --mutmut runs mutmut's own")
     if use_mutmut:
         from course.mutation.mutmut import run_mutmut, show_mutmut
 
@@ -326,8 +348,10 @@ def mutants(chapter_id: str, only: str, json_path: Path | None, use_mutmut: bool
 
     echo(f"{chapter.id}: {len(selected)} documented mutants, each on a temporary copy of the reference")
     progress = _Progress(len(selected))
-    results = run_mutants(chapter, track, selected, jobs=jobs, on_result=progress.step)
-    progress.close()
+    try:
+        results = run_mutants(chapter, track, selected, jobs=jobs, on_result=progress.step)
+    finally:
+        progress.close()
     for r in results:
         mark = click.style("ok ", fg="green") if r.documented else click.style("BAD", fg="red", bold=True)
         echo(f"  {mark} {r.mutant.id:<5} {r.status:<8} pitfall {r.mutant.pitfall:<2} {r.mutant.description}")
@@ -400,9 +424,7 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        cli.main(standalone_mode=False, prog_name="course")
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
+        sys.exit(cli.main(standalone_mode=False, prog_name="course") or 0)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
@@ -412,9 +434,9 @@ def main() -> None:
         processes.kill_all()
         click.echo("interrupted", err=True)
         sys.exit(130)
-    except BrokenPipeError:  # `course check | head`: the reader left; nothing more to say
+    except BrokenPipeError:  # the reader of our output left before click's own output was done
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(1)
+        sys.exit(141)  # 128 + SIGPIPE, as a shell reports it
     except CourseError as exc:
         click.echo(f"course: {exc.message}", err=True)
         if exc.detail:

@@ -12,6 +12,8 @@ from functools import lru_cache
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
+# The folder holding the `course` package: what a child process needs on sys.path to import it.
+HARNESS_ROOT = _PACKAGE.parent
 
 
 @lru_cache(maxsize=1)

@@ -46,12 +46,18 @@ def scaffold(chapter: Chapter, track: Track, root: Path) -> ScaffoldResult:
         text = render(chapter, track, name)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            with open(target, "x", encoding="utf-8") as out:
-                out.write(text)
+            out = open(target, "x", encoding="utf-8")
         except FileExistsError:
             result.kept.append(name)
             continue
-        except OSError as exc:  # a file where a folder should be, no permission, a full disk
+        except OSError as exc:  # a file where a folder should be, no permission
+            result.failed[name] = exc.strerror or str(exc)
+            continue
+        try:
+            with out:
+                out.write(text)
+        except OSError as exc:  # a full disk: remove the half stub we created, or start keeps it
+            target.unlink(missing_ok=True)
             result.failed[name] = exc.strerror or str(exc)
             continue
         result.written.append(name)

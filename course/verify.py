@@ -78,8 +78,7 @@ def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
     return problems
 
 
-def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], None],
-                 record_signatures: bool = True) -> ChapterVerdict:
+def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], None]) -> ChapterVerdict:
     from course.mutation.documented import BaselineFailed, run_mutants
     from course.scaffold import render_all
 
@@ -110,7 +109,7 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
     if not reference.ok or not track.mutants:
         return verdict
     try:
-        results = run_mutants(chapter, track, list(track.mutants))
+        results = run_mutants(chapter, track, list(track.mutants), reference_result=reference)
     except BaselineFailed as exc:
         note("mutants", False, exc.message)
         return verdict
@@ -121,7 +120,7 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
                                    + (f" (failed: {', '.join(r.failing)}; documented: {', '.join(r.mutant.caught_by)})"
                                       if r.failing else "") + (f": {r.detail}" if r.detail else "") for r in bad)
     note("mutants", not bad, detail)
-    if record_signatures and not bad:
+    if not bad:
         write_signatures(chapter, track.language, {r.mutant.id: r.signature for r in results})
     return verdict
 

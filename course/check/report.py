@@ -23,12 +23,13 @@ def summary_line(result: CheckResult) -> str:
 
 
 class TerminalReport:
-    def __init__(self, echo: Callable[..., None], *, verbose: bool = False, width: int = 0) -> None:
+    def __init__(self, echo: Callable[..., None], *, verbose: bool = False) -> None:
         self.echo = echo
         self.verbose = verbose
-        self.width = width
+        self.shown: set[str] = set()  # the entries already printed
 
     def entry(self, result: EntryResult) -> None:
+        self.shown.add(result.test_name)
         label, colour = _LABEL[result.status]
         line = f"  {click.style(label.ljust(7), fg=colour, bold=True)} {result.test_name}"
         failures = result.failures
@@ -72,7 +73,7 @@ class TerminalReport:
     def problem(self, problem: str) -> None:
         self.echo(click.style("  the catalog could not run:", fg="red", bold=True))
         self.echo(textwrap.indent(problem, "    "))
-        self.echo("  every test is marked error until this is fixed.")
+        self.echo("  the tests it kept from running are marked error until this is fixed.")
 
     def closing(self, result: CheckResult) -> None:
         colour = "green" if result.ok else "red"
@@ -113,6 +114,9 @@ def junit_xml(result: CheckResult, suite: str) -> ET.ElementTree:
         case = ET.SubElement(root, "testcase", classname=suite, name=entry.test_name,
                              time=f"{sum(c.duration for c in entry.cases):.3f}")
         if entry.status == PASS:
+            continue
+        if entry.status == SKIP:
+            ET.SubElement(case, "skipped")
             continue
         tag = "failure" if entry.status == FAIL else "error"
         first = entry.failures[0] if entry.failures else None

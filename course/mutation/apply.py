@@ -33,31 +33,33 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")
 
 
 def _patch(mutant: Mutant, text: str) -> str:
-    """A minimal unified-diff applier: hunks must match the file exactly at their stated lines."""
+    """A minimal unified-diff applier: hunks, in order, must match the file exactly at their lines."""
     lines = text.splitlines(keepends=True)
     out: list[str] = []
     position = 0
-    diff_lines = [line for line in mutant.diff.splitlines() if not line.startswith(("---", "+++"))]
+    body = [line for line in mutant.diff.splitlines() if not line.startswith(("---", "+++", "\\"))]
     i = 0
-    while i < len(diff_lines):
-        match = _HUNK.match(diff_lines[i])
+    while i < len(body):
+        match = _HUNK.match(body[i])
+        i += 1
         if not match:
-            i += 1
             continue
-        start = int(match.group(1)) - 1
+        start = max(int(match.group(1)) - 1, 0)
+        if start < position:
+            raise StaleMutant(f"{mutant.file}: hunks out of order at line {start + 1}")
         out.extend(lines[position:start])
         position = start
-        i += 1
-        while i < len(diff_lines) and not diff_lines[i].startswith("@@"):
-            op, body = diff_lines[i][:1], diff_lines[i][1:]
+        while i < len(body) and not body[i].startswith("@@"):
+            line = body[i] or " "  # an empty context line whose leading space an editor stripped
+            op, content = line[0], line[1:]
             if op in (" ", "-"):
-                if position >= len(lines) or lines[position].rstrip("\n") != body:
-                    raise StaleMutant(f"{mutant.file}:{position + 1}: expected {body!r}")
+                if position >= len(lines) or lines[position].rstrip("\n") != content:
+                    raise StaleMutant(f"{mutant.file}:{position + 1}: expected {content!r}")
                 if op == " ":
                     out.append(lines[position])
                 position += 1
             elif op == "+":
-                out.append(body + "\n")
+                out.append(content + "\n")
             i += 1
     out.extend(lines[position:])
     return "".join(out)

@@ -57,8 +57,7 @@ def derived_timeout(baseline: CheckResult) -> float:
     return max(1.0, 10 * slowest)
 
 
-def baseline(chapter: Chapter, track: Track) -> CheckResult:
-    result = run_check(chapter, track, track.reference)
+def _passing(chapter: Chapter, result: CheckResult) -> CheckResult:
     if not result.ok:
         failing = ", ".join(sorted(result.failing)) or result.problem
         raise BaselineFailed(f"chapter {chapter.id}: the catalog does not pass on the reference ({failing}); "
@@ -82,7 +81,7 @@ def _judge(chapter: Chapter, track: Track, mutant: Mutant, timeout: float, scrat
         except StaleMutant as exc:
             return MutantResult(mutant, STALE, detail=str(exc))
         result = run_check(chapter, track, copy, timeout=timeout, scratch=scratch)
-    failing = [e.entry.name for e in result.entries if e.status != "pass"]
+    failing = sorted(result.failing)
     signature = sorted(result.failing_cases)
     if result.problem:
         return MutantResult(mutant, KILLED, failing, signature, detail=result.problem)
@@ -99,9 +98,11 @@ def run_mutants(
     *,
     jobs: int | None = None,
     on_result: Callable[[MutantResult], None] | None = None,
+    reference_result: CheckResult | None = None,
 ) -> list[MutantResult]:
-    """Judge each mutant; results in manifest order. Ctrl-C stops the workers and removes the copies."""
-    timeout = derived_timeout(baseline(chapter, track))
+    """Judge each mutant; results in manifest order. Ctrl-C stops the workers and removes the copies.
+    `reference_result`, a catalog run on the reference the caller already has, saves running it again."""
+    timeout = derived_timeout(_passing(chapter, reference_result or run_check(chapter, track, track.reference)))
     results: dict[str, MutantResult] = {}
     # Build products of every copy (compiled files) share one scratch folder, removed at the end.
     scratch = tempfile.TemporaryDirectory(prefix=f"course-{chapter.id}-scratch-")

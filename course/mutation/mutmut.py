@@ -55,7 +55,11 @@ def stage(chapter: Chapter, track: Track, into: Path) -> None:
     """Lay out the reference, catalog and fixtures as mutmut needs them, as copies (not links)."""
     packages = sorted({name.split("/")[0] for name in track.files})
     for package in packages:
-        shutil.copytree(track.reference / package, into / package, ignore=shutil.ignore_patterns("__pycache__"))
+        source = track.reference / package
+        if source.is_dir():
+            shutil.copytree(source, into / package, ignore=shutil.ignore_patterns("__pycache__"))
+        else:  # a top-level module
+            shutil.copy2(source, into / package)
     tests = into / "tests" / track.language / chapter.id
     shutil.copytree(track.tests, tests, ignore=shutil.ignore_patterns("__pycache__"))
     fixtures = content.fixtures_dir(chapter.id)
@@ -99,7 +103,7 @@ def run_mutmut(chapter: Chapter, track: Track, *, echo: Callable[[str], None]) -
         import mutmut  # noqa: F401
     except ImportError:
         raise UsageError("mutmut is not installed: it is an instructor extra, `pip install 'course[instructor]'`") from None
-    harness = str(Path(__file__).resolve().parents[2])
+    harness = str(content.HARNESS_ROOT)
     with tempfile.TemporaryDirectory(prefix=f"course-mutmut-{chapter.id}-") as tmp:
         folder = Path(tmp)
         stage(chapter, track, folder)

@@ -156,3 +156,38 @@ def test_a_file_where_a_folder_should_be_is_reported_and_nothing_is_lost(course,
     ran = course("start", CHAPTER, cwd=learner)
     assert ran.code == 2 and "FAILED" in ran.out and "Traceback" not in ran.err
     assert (learner / "agent").read_text() == "my notes\n"
+
+
+def test_code_that_hangs_at_import_time_is_one_clear_error(course, learner: Path) -> None:
+    started_with_reference(course, learner)
+    append(learner / "agent" / "provider" / "retry.py", "while True:\n    pass\n")
+    ran = course("check", "--timeout", "1", cwd=learner, timeout=60)
+    assert ran.code == 1
+    lines = len((learner / "agent" / "provider" / "retry.py").read_text().splitlines())
+    loop = {f"agent/provider/retry.py:{n}: importing" for n in (lines - 1, lines)}  # the while or the pass
+    assert any(place in ran.out for place in loop), ran.out
+    assert "took longer than 1 s" in ran.out, ran.out
+
+
+def test_a_thread_left_running_does_not_hold_the_check(course, learner: Path) -> None:
+    import time
+
+    started_with_reference(course, learner)
+    append(learner / "agent" / "types.py",
+           "import threading as _t, time as _time\n_t.Thread(target=_time.sleep, args=(60,)).start()\n")
+    started = time.monotonic()
+    ran = course("check", cwd=learner, timeout=60)
+    assert ran.code == 0, ran.out + ran.err
+    assert time.monotonic() - started < 30, "the check waited for a thread the learner's code left running"
+
+
+def test_processes_started_by_tests_do_not_outlive_the_check(course, learner: Path, tmp_path: Path) -> None:
+    import subprocess
+
+    started_with_reference(course, learner)
+    marker = f"course-harness-test-{tmp_path.name}"
+    append(learner / "agent" / "types.py",
+           f"import subprocess as _sp\n_sp.Popen(['sh', '-c', 'exec -a {marker} sleep 60'])\n")
+    assert course("check", "-k", "seams", cwd=learner, timeout=60).code == 0
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    assert not left, f"processes left running: {left}"

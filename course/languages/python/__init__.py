@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from course import content
 from course.chapters import Track
 from course.check.results import CaseResult, RunOutcome
 from course.languages.python import supervisor
@@ -49,8 +50,8 @@ class PythonAdapter:
         return outcome
 
     def run_script(self, track: Track, code_root: Path, script: Path, args: list[str]) -> int:
-        harness = str(Path(__file__).resolve().parents[3])  # the folder holding `course`
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code_root), harness]), "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code_root), str(content.HARNESS_ROOT)]),
+               "PYTHONDONTWRITEBYTECODE": "1"}
         return subprocess.call([sys.executable, str(script), *args], cwd=code_root, env=env)
 
     def catalog_problems(self, track: Track) -> list[str]:

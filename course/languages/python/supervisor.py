@@ -25,6 +25,9 @@ from course.check.results import ERROR, TIMEOUT, CaseResult, RunOutcome
 # Grace on top of the per-test timer before the supervisor kills a worker that stopped answering
 # (learner code that blocks signals, or hangs in C).
 KILL_GRACE = 2.0
+# Outside any test (starting, collecting, ending) a worker that says nothing for this long, on top of
+# the per-test timeout, is stopped: the command always ends.
+QUIET_LIMIT = 30.0
 
 
 @dataclass
@@ -92,6 +95,14 @@ class _Worker:
 
         processes.admit()
         self.stderr = tempfile.NamedTemporaryFile(prefix="course-run-", suffix=".err", delete=False)
+        try:
+            self._start(spec, skip, worker.run)
+        except BaseException:
+            self.stderr.close()
+            os.unlink(self.stderr.name)
+            raise
+
+    def _start(self, spec: RunSpec, skip: set[str], target) -> None:  # noqa: ANN001
         payload = {
             "code_root": str(spec.code_root),
             "tests_dir": str(spec.tests_dir),
@@ -105,12 +116,12 @@ class _Worker:
         }
         context = _context()
         self.events, sender = context.Pipe(duplex=False)
-        self.process = context.Process(target=worker.run, args=(payload, sender), daemon=True)
+        self.process = context.Process(target=target, args=(payload, sender), daemon=True)
         try:
             self.process.start()
+            processes.register(self.process.pid)
         finally:
             sender.close()  # the worker holds the only write end: its death is our end of stream
-        processes.register(self.process.pid)
 
     def next_event(self, deadline: float | None) -> dict | None:
         """The next event; None at end of stream; raises TimeoutError past the deadline."""
@@ -128,11 +139,10 @@ class _Worker:
         processes.kill(self.process.pid)
 
     def close(self) -> str:
-        """Reap the worker; return the tail of what it wrote to stderr."""
+        """Reap the worker and whatever its tests left running; the tail of what it wrote to stderr."""
         self.process.join(0.5)
-        if self.process.exitcode is None:
-            self.kill()
-            self.process.join()
+        self.kill()  # its whole process group: a test's forgotten subprocess must not outlive us
+        self.process.join()
         processes.unregister(self.process.pid)
         self.exit_code = self.process.exitcode
         self.events.close()
@@ -174,17 +184,21 @@ def run(spec: RunSpec, on_case: Callable[[CaseResult], None] | None = None) -> R
         finished = False
         try:
             while True:
-                deadline = time.monotonic() + spec.timeout + KILL_GRACE if current else None
+                limit = spec.timeout + (KILL_GRACE if current else QUIET_LIMIT)
                 try:
-                    event = worker.next_event(deadline)
+                    event = worker.next_event(time.monotonic() + (KILL_GRACE if finished else limit))
                 except TimeoutError:
                     worker.kill()
-                    record(CaseResult(
-                        entry=names[current], case=_case_of(current), status=TIMEOUT,
-                        message=f"the test did not finish within {spec.timeout:g} s and was stopped "
-                        "(use --timeout to allow more)",
-                    ), current)
-                    current = ""
+                    if current:
+                        record(CaseResult(
+                            entry=names[current], case=_case_of(current), status=TIMEOUT,
+                            message=f"the test, with its setup and teardown, did not finish within "
+                            f"{limit:g} s and was stopped (use --timeout to allow more)",
+                        ), current)
+                        current = ""
+                    elif not finished:
+                        outcome.problem = f"the test process stopped answering outside any test for {limit:g} s"
+                        finished = True
                     break
                 if event is None:
                     break

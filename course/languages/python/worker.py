@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from course import content
+
 
 class TestTimeout(BaseException):
     """Raised in the test by the per-test timer. A BaseException, so `except Exception` in learner
@@ -36,7 +38,7 @@ class Events:
         self.channel.send_bytes(json.dumps(event).encode())
 
 
-HARNESS = str(Path(__file__).resolve().parents[2])  # the course package: never the learner's code
+PACKAGE = str(Path(__file__).resolve().parents[2])  # the course package: never the learner's code
 
 
 def _inside(path: str, root: str) -> bool:
@@ -51,7 +53,7 @@ def _inside(path: str, root: str) -> bool:
 def _learners(path: str, code_root: str, tests_root: str) -> bool:
     """A frame of the code under test: in its folder, but not the catalog, the harness, or an
     installed package (a virtual environment inside the learner's repository)."""
-    return (_inside(path, code_root) and not _inside(path, tests_root) and not _inside(path, HARNESS)
+    return (_inside(path, code_root) and not _inside(path, tests_root) and not _inside(path, PACKAGE)
             and "site-packages" not in Path(path).parts)
 
 
@@ -187,6 +189,10 @@ def import_modules(modules: list[str], code_root: str) -> str:
         except SyntaxError as exc:
             path = os.path.relpath(exc.filename or "?", code_root)
             return f"{path}:{exc.lineno}: syntax error: {exc.msg}"
+        except TestTimeout as exc:
+            frames = [(f.filename, f.lineno or 0) for f in traceback.extract_tb(exc.__traceback__)]
+            where, _ = locate(frames, os.path.realpath(code_root), "")
+            return f"{where + ': ' if where else ''}importing {name} {exc}: code that runs at import time never ends"
         except ModuleNotFoundError as exc:
             if exc.name in modules:  # one of the chapter's own files is missing
                 path = exc.name.replace(".", "/") + ".py"
@@ -221,8 +227,7 @@ def run(spec: dict[str, Any], channel: Connection) -> None:
     # The code under test comes first; the folder the command was started in does not count (a
     # learner's own `agent/` must not shadow the reference under --reference, and vice versa).
     here = os.getcwd()
-    harness = str(Path(__file__).resolve().parents[3])  # the folder holding the `course` package
-    sys.path[:] = [code_root] + [p for p in sys.path if p not in ("", here)] + [harness]
+    sys.path[:] = [code_root] + [p for p in sys.path if p not in ("", here)] + [str(content.HARNESS_ROOT)]
     os.chdir(code_root)
     # Compiled files go to the harness's own cache, never into the learner's tree or the reference,
     # and are written there even where PYTHONDONTWRITEBYTECODE is set: the catalog's files are
@@ -233,10 +238,10 @@ def run(spec: dict[str, Any], channel: Connection) -> None:
     # (anyio, trio, ...) costs start-up time and could change behaviour.
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
 
-    problem = import_modules(spec.get("modules", []), code_root)
+    problem = _with_timer(float(spec["timeout"]), import_modules, spec.get("modules", []), code_root)
     if problem:
         events.send(event="import_error", message=problem)
-        return
+        _end()
 
     args = [
         spec["tests_dir"], *(arg for plugin in UNUSED_PLUGINS for arg in ("-p", f"no:{plugin}")),
@@ -251,6 +256,29 @@ def run(spec: dict[str, Any], channel: Connection) -> None:
         args += ["-k", spec["select"]]
     status = pytest.main(args, plugins=[CatalogPlugin(spec, events)])
     events.send(event="finished", exitstatus=int(status))
+    _end()
+
+
+def _end() -> None:
+    """Exit now: a thread the code under test left running must not keep the worker alive."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _with_timer(seconds: float, fn, *args):  # noqa: ANN001, ANN002, ANN202
+    """fn(*args), with TestTimeout raised in it after `seconds`."""
+
+    def expire(signum, frame):  # noqa: ANN001
+        raise TestTimeout(f"took longer than {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return fn(*args)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _isolate_streams(stderr_path: str) -> None:
