@@ -53,6 +53,7 @@ class Track:
     chapter_id: str
     language: str
     files: tuple[str, ...]
+    given: tuple[str, ...] = ()  # files the learner receives as they are in the reference
     modules: tuple[str, ...] = ()
     run: str = ""
     mutants: tuple[Mutant, ...] = ()
@@ -224,6 +225,7 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             chapter_id=chapter_id,
             language=language,
             files=f.strings("files"),
+            given=f.strings("given", ()),
             modules=f.strings("modules", ()),
             run=f.get("run", str, ""),
             mutants=tuple(mutants),

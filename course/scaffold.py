@@ -20,7 +20,10 @@ class ScaffoldResult:
 
 
 def render(chapter: Chapter, track: Track, name: str) -> str:
-    """One stub as the learner receives it: the starter file rendered as a Jinja2 template."""
+    """One file as the learner receives it: a given file as it is in the reference, a stub as its
+    starter file rendered as a Jinja2 template."""
+    if name in track.given:
+        return (track.reference / name).read_text(encoding="utf-8")
     import jinja2
 
     source = (track.starter / name).read_text(encoding="utf-8")

@@ -49,8 +49,12 @@ def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
     names = [e.name for e in chapter.catalog]
     for dup in _duplicates(names):
         problems.append(f"catalog name {dup!r} appears twice")
+    for name in track.given:
+        if name not in track.files:
+            problems.append(f"given file {name} is not one of the track's files")
     for name in track.files:
-        for kind, folder in (("starter", track.starter), ("reference", track.reference)):
+        folders = [("reference", track.reference)] + ([] if name in track.given else [("starter", track.starter)])
+        for kind, folder in folders:
             if not (folder / name).is_file():
                 problems.append(f"{kind} file missing: {folder / name}")
     adapter = languages.get(track.language)

@@ -1,1 +1,0 @@
-"""Your agent, built one chapter at a time: `course list` shows where you are."""
