@@ -164,6 +164,14 @@ def tests(chapter_id: str | None, language: str) -> None:
         echo(textwrap.fill(entry.why, 96, initial_indent="    why:    ", subsequent_indent="            "))
 
 
+def _code_under_test(given: str | None, reference: bool, language: str):  # noqa: ANN202
+    """(repo, chapter, track, state): the learner's, or with --reference no repo and no state."""
+    if reference:
+        chapter = _any_chapter(given)
+        return None, chapter, chapter.track(language), None
+    return _learner_chapter(given)
+
+
 def _writable(*paths: Path | None) -> None:
     """Refuse an output file in a folder that does not exist before any work, not after."""
     for path in paths:
@@ -203,14 +211,10 @@ def check(chapter_id: str | None, reference: bool, select: str, timeout: float |
     from course.learner import LearnerRepo, fingerprint, now
 
     _writable(json_path, junit_path)
-    repo = None
-    if reference:
-        chapter = _any_chapter(chapter_id)
-        track = chapter.track(language)
-        code_root, where = track.reference, "the course's reference"
-    else:
-        repo, chapter, track, state = _learner_chapter(chapter_id)
-        code_root, where = repo.root, str(repo.root)
+    repo, chapter, track, state = _code_under_test(chapter_id, reference, language)
+    code_root = track.reference if repo is None else repo.root
+    where = "the course's reference" if repo is None else str(repo.root)
+    if repo is not None:
         files_before = fingerprint(code_root, track.files)
 
     report = TerminalReport(echo, verbose=verbose)
@@ -278,13 +282,8 @@ def run(chapter_id: str | None, reference: bool, language: str, args: tuple[str,
     """Run the chapter's offline demonstration on your code."""
     from course import languages
 
-    if reference:
-        chapter = _any_chapter(chapter_id)
-        track = chapter.track(language)
-        code_root = track.reference
-    else:
-        repo, chapter, track, _ = _learner_chapter(chapter_id)
-        code_root = repo.root
+    repo, chapter, track, _ = _code_under_test(chapter_id, reference, language)
+    code_root = track.reference if repo is None else repo.root
     if not track.run:
         raise UsageError(f"chapter {chapter.id} has no demonstration to run")
     code = languages.get(track.language).run_script(track, code_root, track.tests / track.run, list(args))

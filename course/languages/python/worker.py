@@ -14,6 +14,8 @@ import os
 import signal
 import sys
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -137,16 +139,8 @@ class CatalogPlugin:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item):  # noqa: ANN001, ANN201
-        def expire(signum, frame):  # noqa: ANN001
-            raise TestTimeout(f"the test took longer than {self.timeout:g} s (use --timeout to allow more)")
-
-        previous = signal.signal(signal.SIGALRM, expire)
-        signal.setitimer(signal.ITIMER_REAL, self.timeout)
-        try:
+        with timer(self.timeout, f"the test took longer than {self.timeout:g} s (use --timeout to allow more)"):
             return (yield)
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):  # noqa: ANN001, ANN201
@@ -238,7 +232,9 @@ def run(spec: dict[str, Any], channel: Connection) -> None:
     # (anyio, trio, ...) costs start-up time and could change behaviour.
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
 
-    problem = _with_timer(float(spec["timeout"]), import_modules, spec.get("modules", []), code_root)
+    seconds = float(spec["timeout"])
+    with timer(seconds, f"took longer than {seconds:g} s"):
+        problem = import_modules(spec.get("modules", []), code_root)
     if problem:
         events.send(event="import_error", message=problem)
         _end()
@@ -266,16 +262,17 @@ def _end() -> None:
     os._exit(0)
 
 
-def _with_timer(seconds: float, fn, *args):  # noqa: ANN001, ANN002, ANN202
-    """fn(*args), with TestTimeout raised in it after `seconds`."""
+@contextmanager
+def timer(seconds: float, message: str) -> Iterator[None]:
+    """Raise TestTimeout(message) in the block once `seconds` have passed."""
 
     def expire(signum, frame):  # noqa: ANN001
-        raise TestTimeout(f"took longer than {seconds:g} s")
+        raise TestTimeout(message)
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        return fn(*args)
+        yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
