@@ -17,6 +17,9 @@ from course import content
 from course.errors import ManifestError, UnknownChapter
 
 KINDS = ("unit", "conformance", "boundary", "fault")
+# Where a catalog entry's rule is stated for the learner: a heading of the chapter's text, or a
+# symbol of a starter file that carries a docstring ("agent/provider/sse.py::EventReader.feed").
+STATED_IN = ("section", "docstring")
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,7 @@ class CatalogEntry:
     kind: str
     checks: str
     why: str
+    stated_in: tuple[tuple[str, str], ...] = ()  # (kind, where): ("section", "2.2 Server-sent events")
 
 
 @dataclass(frozen=True)
@@ -174,6 +178,17 @@ class _Fields:
         return tuple(values)
 
 
+def _stated_in(f: _Fields, name: str) -> tuple[tuple[str, str], ...]:
+    places = []
+    for i, item in enumerate(f.get("stated_in", list, [])):
+        (kind, where), *more = item.items() if isinstance(item, dict) and item else [(None, None)]
+        if more or kind not in STATED_IN or not isinstance(where, str) or not where.strip():
+            raise ManifestError(f"{f.where} ({name}): stated_in item #{i + 1} must be "
+                                f"'section: HEADING' or 'docstring: FILE::NAME', got {item!r}")
+        places.append((kind, where))
+    return tuple(places)
+
+
 def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
     top = _Fields(raw, f"chapter {where}")
     chapter_id = top.get("id", str)
@@ -197,6 +212,7 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             kind=f.get("kind", str),
             checks=f.get("checks", str),
             why=f.get("why", str),
+            stated_in=_stated_in(f, f.get("name", str)),
         )
         if entry.kind not in KINDS:
             raise ManifestError(f"{f.where} ({entry.name}): field 'kind' must be one of {', '.join(KINDS)}")
