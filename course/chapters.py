@@ -11,12 +11,16 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from course import content
-from course.errors import ManifestError, UnknownChapter
+from course.errors import ManifestError, UnknownChapter, UnknownLanguage
 
+# The manifest format this harness reads; a manifest says which one it is written in.
+FORMAT_VERSION = 1
 KINDS = ("unit", "conformance", "boundary", "fault")
+# The fields of a track section every language shares; any other field is the adapter's to read.
+TRACK_FIELDS = ("files", "given", "run", "services", "mutants")
 
 
 @dataclass(frozen=True)
@@ -48,15 +52,17 @@ class Mutant:
 
 @dataclass(frozen=True)
 class Track:
-    """A chapter in one language: its learner files, importable modules, catalog runner and mutants."""
+    """A chapter in one language: its learner files, demonstration, services and mutants, and the
+    fields only its language's adapter reads (`options`, e.g. Python's `modules`)."""
 
     chapter_id: str
     language: str
     files: tuple[str, ...]
     given: tuple[str, ...] = ()  # files the learner receives as they are in the reference
-    modules: tuple[str, ...] = ()
     run: str = ""
+    services: tuple[str, ...] = ()  # what the harness starts for a run (course.services)
     mutants: tuple[Mutant, ...] = ()
+    options: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def starter(self) -> Path:
@@ -94,10 +100,8 @@ class Chapter:
         try:
             return self.tracks[language]
         except KeyError:
-            from course.errors import UsageError
-
             have = ", ".join(sorted(self.tracks)) or "none"
-            raise UsageError(f"chapter {self.id} has no {language} track (tracks: {have})") from None
+            raise UnknownLanguage(f"chapter {self.id} has no {language} track (tracks: {have})") from None
 
     def pitfall(self, number: int) -> Pitfall | None:
         return next((p for p in self.pitfalls if p.id == number), None)
@@ -146,7 +150,7 @@ def load_folder(folder: Path) -> Chapter:
     return chapter
 
 
-class _Fields:
+class Fields:
     """Reads one mapping of the manifest, naming chapter, entry and field in any error."""
 
     def __init__(self, raw: Any, where: str) -> None:
@@ -175,7 +179,12 @@ class _Fields:
 
 
 def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
-    top = _Fields(raw, f"chapter {where}")
+    top = Fields(raw, f"chapter {where}")
+    version = top.raw.get("format_version")
+    if version != FORMAT_VERSION:
+        said = "has no format_version" if version is None else f"is in format_version {version!r}"
+        raise ManifestError(f"chapter {where}: its manifest {said}; this course reads format_version "
+                            f"{FORMAT_VERSION}" + (" (upgrade course)" if isinstance(version, int) and version > FORMAT_VERSION else ""))
     chapter_id = top.get("id", str)
     where = f"chapter {chapter_id}"
     top.where = where
@@ -187,11 +196,11 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             symptom=f.get("symptom", str, ""),
         )
         for i, item in enumerate(top.get("pitfalls", list, []))
-        for f in [_Fields(item, f"{where}, pitfall #{i + 1}")]
+        for f in [Fields(item, f"{where}, pitfall #{i + 1}")]
     )
     catalog = []
     for i, item in enumerate(top.get("catalog", list)):
-        f = _Fields(item, f"{where}, catalog entry #{i + 1}")
+        f = Fields(item, f"{where}, catalog entry #{i + 1}")
         entry = CatalogEntry(
             name=f.get("name", str),
             kind=f.get("kind", str),
@@ -204,10 +213,10 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
 
     tracks = {}
     for language, body in top.get("tracks", dict).items():
-        f = _Fields(body, f"{where}, track {language}")
+        f = Fields(body, f"{where}, track {language}")
         mutants = []
         for i, item in enumerate(f.get("mutants", list, [])):
-            m = _Fields(item, f"{where}, track {language}, mutant #{i + 1}")
+            m = Fields(item, f"{where}, track {language}, mutant #{i + 1}")
             mutant = Mutant(
                 id=m.get("id", str),
                 pitfall=m.get("pitfall", int),
@@ -226,9 +235,10 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             language=language,
             files=f.strings("files"),
             given=f.strings("given", ()),
-            modules=f.strings("modules", ()),
             run=f.get("run", str, ""),
+            services=f.strings("services", ()),
             mutants=tuple(mutants),
+            options={k: v for k, v in body.items() if k not in TRACK_FIELDS},
         )
 
     return Chapter(

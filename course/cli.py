@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -56,14 +58,51 @@ def cli() -> None:
     """
 
 
-def _learner_chapter(given: str | None):  # noqa: ANN202
+class ChapterParam(click.ParamType):
+    """A chapter id, in any forgiving spelling ('ag01', 'AG-01', 'ag.01'), loaded as its Chapter.
+    An unknown id is the harness's own UnknownChapter: one line that lists the chapters, exit 2."""
+
+    name = "chapter"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from course import chapters
+
+        return value if not isinstance(value, str) else chapters.get(value)
+
+
+CHAPTER = ChapterParam()
+
+
+def language_option(help: str = "The language track.", default: str | None = "python") -> Any:  # noqa: A002
+    """The one --language option, its choices the languages that have an adapter."""
+    from course.languages import ADAPTERS
+
+    return click.option("--language", type=click.Choice(sorted(ADAPTERS)), default=default,
+                        show_default=default is not None, help=help)
+
+
+@dataclass
+class Target:
+    """The code a command acts on: a learner's chapter, or (repo None) the course's reference."""
+
+    repo: Any  # LearnerRepo | None
+    chapter: Any  # Chapter
+    track: Any  # Track
+    state: Any = None  # ChapterState | None
+
+    @property
+    def code_root(self) -> Path:
+        return self.track.reference if self.repo is None else self.repo.root
+
+
+def _learner_chapter(given: Any) -> Target:
     from course import chapters
     from course.learner import LearnerRepo
 
     repo = LearnerRepo.find()
-    chapter = chapters.get(repo.resolve_chapter(given))
+    chapter = given if given is not None else chapters.get(repo.resolve_chapter(None))
     state = repo.state(chapter.id)
-    return repo, chapter, chapter.track(state.language), state
+    return Target(repo, chapter, chapter.track(state.language), state)
 
 
 @cli.command("list")
@@ -94,17 +133,15 @@ def list_cmd() -> None:
 
 
 @cli.command()
-@click.argument("chapter_id", metavar="CHAPTER")
+@click.argument("chapter", metavar="CHAPTER", type=CHAPTER)
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
               help="The learner repository (default: the one you are in, or the enclosing git repository).")
-@click.option("--language", default="python", show_default=True, help="The track to start.")
-def start(chapter_id: str, directory: Path | None, language: str) -> None:
+@language_option("The track to start.")
+def start(chapter: Any, directory: Path | None, language: str) -> None:
     """Write CHAPTER's stubs into your repository; never overwrites a file."""
-    from course import chapters
     from course.learner import ChapterState, LearnerRepo, default_start_root, find_root, now
     from course.scaffold import scaffold
 
-    chapter = chapters.get(chapter_id)
     track = chapter.track(language)
     root = directory.resolve() if directory else default_start_root()
     if root.exists() and not root.is_dir():
@@ -136,23 +173,23 @@ def start(chapter_id: str, directory: Path | None, language: str) -> None:
 
 
 @cli.command()
-@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
-def show(chapter_id: str | None) -> None:
+@click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
+def show(chapter: Any) -> None:
     """Print the chapter's text."""
-    chapter = _any_chapter(chapter_id)
+    chapter = _any_chapter(chapter)
     echo(chapter.text_path.read_text(encoding="utf-8").rstrip())
 
 
 @cli.command()
-@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
-@click.option("--language", default="python", show_default=True)
-def tests(chapter_id: str | None, language: str) -> None:
+@click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
+@language_option("The track whose test names are shown.")
+def tests(chapter: Any, language: str) -> None:
     """The chapter's test catalog: each test, its kind, what it checks and why it matters."""
     import textwrap
 
     from course import languages
 
-    chapter = _any_chapter(chapter_id)
+    chapter = _any_chapter(chapter)
     adapter = languages.get(language)
     echo(f"{chapter.id}: {chapter.title}")
     if chapter.summary:
@@ -164,11 +201,11 @@ def tests(chapter_id: str | None, language: str) -> None:
         echo(textwrap.fill(entry.why, 96, initial_indent="    why:    ", subsequent_indent="            "))
 
 
-def _code_under_test(given: str | None, reference: bool, language: str):  # noqa: ANN202
-    """(repo, chapter, track, state): the learner's, or with --reference no repo and no state."""
+def _code_under_test(given: Any, reference: bool, language: str) -> Target:
+    """The learner's chapter, or with --reference the course's reference (no repo, no state)."""
     if reference:
         chapter = _any_chapter(given)
-        return None, chapter, chapter.track(language), None
+        return Target(None, chapter, chapter.track(language))
     return _learner_chapter(given)
 
 
@@ -179,20 +216,21 @@ def _writable(*paths: Path | None) -> None:
             raise UsageError(f"cannot write {path}: no folder {path.resolve().parent}")
 
 
-def _any_chapter(given: str | None):  # noqa: ANN202
+def _any_chapter(given: Any) -> Any:
     """The chapter named, else the learner's current one (commands that need no started chapter)."""
     from course import chapters
     from course.learner import LearnerRepo
 
-    if given:
-        return chapters.get(given)
+    if given is not None:
+        return given
     return chapters.get(LearnerRepo.find().resolve_chapter(None))
 
 
 @cli.command()
-@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
+@click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
 @click.option("--reference", is_flag=True, help="Run the catalog on the course's reference (instructors, CI).")
-@click.option("-k", "select", default="", metavar="EXPR", help="Run only the tests matching EXPR (pytest -k syntax).")
+@click.option("-k", "select", default="", metavar="EXPR",
+              help="Run only the catalog tests whose names match EXPR: words, and/or/not, parentheses.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
               help="Seconds each test may take before it is stopped [default: 5].")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
@@ -200,8 +238,8 @@ def _any_chapter(given: str | None):  # noqa: ANN202
 @click.option("--junit-xml", "junit_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write JUnit XML to this file (for CI).")
 @click.option("-v", "--verbose", is_flag=True, help="Full tracebacks and test output.")
-@click.option("--language", default="python", show_default=True, help="The track, with --reference.")
-def check(chapter_id: str | None, reference: bool, select: str, timeout: float | None,
+@language_option("The track, with --reference.")
+def check(chapter: Any, reference: bool, select: str, timeout: float | None,
           json_path: Path | None, junit_path: Path | None, verbose: bool, language: str) -> None:
     """Run the chapter's catalog on your code: exit 0 when every test passes, 1 otherwise."""
     from course import languages
@@ -211,8 +249,9 @@ def check(chapter_id: str | None, reference: bool, select: str, timeout: float |
     from course.learner import LearnerRepo, fingerprint, now
 
     _writable(json_path, junit_path)
-    repo, chapter, track, state = _code_under_test(chapter_id, reference, language)
-    code_root = track.reference if repo is None else repo.root
+    target = _code_under_test(chapter, reference, language)
+    repo, chapter, track, state = target.repo, target.chapter, target.track, target.state
+    code_root = target.code_root
     where = "the course's reference" if repo is None else str(repo.root)
     if repo is not None:
         files_before = fingerprint(code_root, track.files)
@@ -254,15 +293,16 @@ def check(chapter_id: str | None, reference: bool, select: str, timeout: float |
 
 
 @cli.command()
-@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
+@click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
 @click.option("--force", is_flag=True, help="Show the diff even before the chapter passes (instructors).")
-def diff(chapter_id: str | None, force: bool) -> None:
+def diff(chapter: Any, force: bool) -> None:
     """After passing: a unified diff of your files against the reference."""
     from course.diffing import diff_files
     from course.errors import Refused
     from course.learner import fingerprint
 
-    repo, chapter, track, state = _learner_chapter(chapter_id)
+    target = _learner_chapter(chapter)
+    repo, chapter, track, state = target.repo, target.chapter, target.track, target.state
     if not force:
         if not state.passed:
             raise Refused(f"the reference is shown once `course check {chapter.id}` passes; it has not passed yet")
@@ -274,19 +314,21 @@ def diff(chapter_id: str | None, force: bool) -> None:
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
-@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
+@click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
 @click.option("--reference", is_flag=True, help="Run the demonstration on the course's reference.")
-@click.option("--language", default="python", show_default=True, help="The track, with --reference.")
+@language_option("The track, with --reference.")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def run(chapter_id: str | None, reference: bool, language: str, args: tuple[str, ...]) -> None:
+def run(chapter: Any, reference: bool, language: str, args: tuple[str, ...]) -> None:
     """Run the chapter's offline demonstration on your code."""
-    from course import languages
+    from course import languages, runner
 
-    repo, chapter, track, _ = _code_under_test(chapter_id, reference, language)
-    code_root = track.reference if repo is None else repo.root
+    target = _code_under_test(chapter, reference, language)
+    track = target.track
     if not track.run:
-        raise UsageError(f"chapter {chapter.id} has no demonstration to run")
-    code = languages.get(track.language).run_script(track, code_root, track.tests / track.run, list(args))
+        raise UsageError(f"chapter {target.chapter.id} has no demonstration to run")
+    with runner.environment(track) as env:
+        code = languages.get(track.language).run_script(track, target.code_root, track.tests / track.run,
+                                                        list(args), env)
     sys.exit(code if code >= 0 else 128 - code)  # killed by a signal: the shell's convention
 
 
@@ -304,20 +346,17 @@ def fake_model(port: int) -> None:
 
 
 @cli.command()
-@click.argument("chapter_id", metavar="CHAPTER")
+@click.argument("chapter", metavar="CHAPTER", type=CHAPTER)
 @click.option("--only", default="", metavar="IDS", help="Run only these mutants, e.g. --only s05,s06.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the results as JSON.")
 @click.option("--mutmut", "use_mutmut", is_flag=True, help="Run mutmut's generic mutants instead (instructor extra).")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Mutants run at once [default: the cores].")
-@click.option("--language", default="python", show_default=True)
-def mutants(chapter_id: str, only: str, json_path: Path | None, use_mutmut: bool, jobs: int | None, language: str) -> None:
+@language_option("The track whose mutants run.")
+def mutants(chapter: Any, only: str, json_path: Path | None, use_mutmut: bool, jobs: int | None, language: str) -> None:
     """Prove the catalog kills each documented pitfall mutant (or, with --mutmut, score it broadly)."""
     import json
 
-    from course import chapters
-
     _writable(json_path)
-    chapter = chapters.get(chapter_id)
     track = chapter.track(language)
     if use_mutmut and (only or jobs):
         raise UsageError("--only and --jobs choose documented mutants; --mutmut runs mutmut's own")
@@ -391,13 +430,13 @@ class _Progress:
 
 
 @cli.command()
-@click.argument("chapter_ids", metavar="[CHAPTER]...", nargs=-1)
-def verify(chapter_ids: tuple[str, ...]) -> None:
+@click.argument("chosen", metavar="[CHAPTER]...", type=CHAPTER, nargs=-1)
+def verify(chosen: tuple[Any, ...]) -> None:
     """Prove chapters sound: manifest, reference passes, stubs fail, documented mutants killed."""
     from course import chapters
     from course.verify import verify_track
 
-    selected = [chapters.get(c) for c in chapter_ids] or list(chapters.load_all())
+    selected = list(chosen) or list(chapters.load_all())
     passed = failed = 0
 
     def say(finding) -> None:  # noqa: ANN001
@@ -437,7 +476,5 @@ def main() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(141)  # 128 + SIGPIPE, as a shell reports it
     except CourseError as exc:
-        click.echo(f"course: {exc.message}", err=True)
-        if exc.detail:
-            click.echo(exc.detail, err=True)
+        exc.show()
         sys.exit(exc.exit_code)
