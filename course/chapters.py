@@ -146,10 +146,22 @@ def load_folder(folder: Path) -> Chapter:
         raw = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         raise ManifestError(f"chapter {folder.name}: {path.name} is not valid YAML: {exc}") from None
+    check_format(raw, folder.name)
     chapter = parse(raw, where=folder.name, folder=folder)
     if chapter.id != folder.name:
         raise ManifestError(f"chapter {folder.name}: its manifest says id {chapter.id!r}; the folder must be named after the id")
     return chapter
+
+
+def check_format(raw: Any, where: str) -> None:
+    """A manifest must say which format it is written in, and it must be the one this course reads."""
+    version = raw.get("format_version") if isinstance(raw, dict) else None
+    if version == FORMAT_VERSION:
+        return
+    said = "has no format_version" if version is None else f"is in format_version {version!r}"
+    newer = isinstance(version, int) and version > FORMAT_VERSION
+    raise ManifestError(f"chapter {where}: its manifest {said}; this course reads format_version {FORMAT_VERSION}"
+                        + ("; upgrade course" if newer else ""))
 
 
 class Fields:
@@ -183,11 +195,6 @@ class Fields:
 
 def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
     top = Fields(raw, f"chapter {where}")
-    version = top.raw.get("format_version")
-    if version != FORMAT_VERSION:
-        said = "has no format_version" if version is None else f"is in format_version {version!r}"
-        raise ManifestError(f"chapter {where}: its manifest {said}; this course reads format_version "
-                            f"{FORMAT_VERSION}" + (" (upgrade course)" if isinstance(version, int) and version > FORMAT_VERSION else ""))
     chapter_id = top.get("id", str)
     where = f"chapter {chapter_id}"
     top.where = where
