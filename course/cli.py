@@ -248,9 +248,10 @@ def _any_chapter(given: Any) -> Any:
               help="Write GitHub Classroom's runner result (points per test) to this file.")
 @click.option("-v", "--verbose", is_flag=True, help="Full tracebacks and test output.")
 @language_option("The track, with --reference.")
+@click.option("--coverage", is_flag=True, help="Also show the lines of your files that no test ran.")
 def check(chapter: Any, reference: bool, select: str, timeout: float | None,
           json_path: Path | None, junit_path: Path | None, autograding_path: Path | None, verbose: bool,
-          language: str) -> None:
+          language: str, coverage: bool) -> None:
     """Run the chapter's catalog on your code: exit 0 when every test passes, 1 otherwise."""
     from course import languages
     from course.check import DEFAULT_TIMEOUT, run_check
@@ -269,7 +270,7 @@ def check(chapter: Any, reference: bool, select: str, timeout: float | None,
     report = TerminalReport(echo, verbose=verbose)
     echo(f"{chapter.id}: {chapter.title}  ({where})")
     result = run_check(chapter, track, code_root, timeout=timeout or DEFAULT_TIMEOUT, select=select,
-                       on_entry=report.entry)
+                       on_entry=report.entry, coverage=coverage)
     if repo is not None and not select:
         # Read again: another command may have saved since this one started.
         repo = LearnerRepo.open(repo.root)
@@ -301,6 +302,8 @@ def check(chapter: Any, reference: bool, select: str, timeout: float | None,
         for entry in result.entries:
             if entry.test_name not in report.shown:
                 report.entry(entry)
+    if coverage:
+        report.coverage(result, [name for name in track.files if name not in track.given], select=select)
     hint = "" if select else diagnose(chapter, track, result)
     if hint:
         echo("")
@@ -451,8 +454,11 @@ class _Progress:
 
 @cli.command()
 @click.argument("chosen", metavar="[CHAPTER]...", type=CHAPTER, nargs=-1)
-def verify(chosen: tuple[Any, ...]) -> None:
-    """Prove chapters sound: manifest, reference passes, stubs fail, documented mutants killed."""
+@click.option("--seed", type=click.IntRange(min=0), default=None,
+              help="The shuffled run's seed (to repeat an order verify printed) [default: drawn from the catalog's files].")
+def verify(chosen: tuple[Any, ...], seed: int | None) -> None:
+    """Prove chapters sound: manifest, reference passes (in order and shuffled), stubs fail,
+    documented mutants killed."""
     from course import chapters
     from course.verify import verify_track
 
@@ -461,12 +467,15 @@ def verify(chosen: tuple[Any, ...]) -> None:
 
     def say(finding) -> None:  # noqa: ANN001
         mark = click.style("ok  ", fg="green") if finding.ok else click.style("FAIL", fg="red", bold=True)
-        echo(f"  {mark} {finding.step:<9} {finding.detail}")
+        first, *more = finding.detail.splitlines() or [""]
+        echo(f"  {mark} {finding.step:<9} {first}")
+        for line in more:
+            echo(f"                 {line}")
 
     for chapter in selected:
         for track in chapter.tracks.values():
             echo(f"{chapter.id} ({track.language}): {chapter.title}")
-            verdict = verify_track(chapter, track, say=say)
+            verdict = verify_track(chapter, track, say=say, seed=seed)
             passed += sum(f.ok for f in verdict.findings)
             failed += sum(not f.ok for f in verdict.findings)
     echo(f"\nverify: {passed} passed, {failed} failed")

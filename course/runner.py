@@ -14,6 +14,7 @@ import tempfile
 import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import Callable, Iterator
 
 from course import content
@@ -60,12 +61,18 @@ def environment(track: Track) -> Iterator[dict[str, str]]:
 def run(adapter: Adapter, request: RunRequest, on_case: Callable[[CaseResult], None] | None = None) -> RunOutcome:
     """Prepare the code, then run request.tests, restarting workers as needed; cases reach `on_case`
     as they finish, in the order they ran."""
-    with environment(request.track) as env:
+    with environment(request.track) as env, ExitStack() as stack:
         request = replace(request, env={**env, **request.env})
+        if request.coverage:
+            coverage_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="course-coverage-"))
+            request = replace(request, coverage_dir=Path(coverage_dir))
         prepared = adapter.prepare(request)
         if prepared.problem:
             return RunOutcome(problem=prepared.problem)
-        return _supervise(adapter, request, prepared, on_case)
+        outcome = _supervise(adapter, request, prepared, on_case)
+        if request.coverage:
+            outcome.coverage = adapter.read_coverage(request)
+        return outcome
 
 
 def _supervise(adapter: Adapter, request: RunRequest, prepared: Prepared,

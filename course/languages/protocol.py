@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Protocol, Union
 
 from course.chapters import Track
-from course.check.results import Status
+from course.check.results import FileCoverage, Status
 
 FIXTURES_VAR = "COURSE_FIXTURES"
 SCRATCH_VAR = "COURSE_SCRATCH"
@@ -44,6 +44,9 @@ class RunRequest:
     timeout: float  # seconds each test case may take
     build_dir: Path  # where build products go (compiled files, a test binary); may be shared by runs
     env: Mapping[str, str] = field(default_factory=dict)  # added to the test process's environment
+    shuffle: Optional[int] = None  # a seed: run the cases in an order drawn from it, not the catalog's
+    coverage: bool = False  # measure which lines and branches of the track's files the run executes
+    coverage_dir: Optional[Path] = None  # where workers record coverage (the runner makes it, when asked)
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,16 @@ class Adapter(Protocol):
 
     def start(self, request: RunRequest, prepared: Prepared, skip: frozenset[str]) -> Worker:
         """Start one process running request.tests in catalog order, minus the case keys in `skip`."""
+
+    def read_coverage(self, request: RunRequest) -> dict[str, FileCoverage]:
+        """After a run with request.coverage: what its workers recorded in request.coverage_dir, by file."""
+
+    def has_docstring(self, source: str, symbol: str) -> bool:
+        """Whether the source defines `symbol` ('EventReader.feed'; '' for the file itself) with
+        documentation a learner reads."""
+
+    def exclusion_problems(self, track: Track) -> list[str]:
+        """Lines of the reference left out of its coverage without a reason written beside them."""
 
     def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str]) -> int:
         """Run one of the chapter's scripts on the code under test; its exit code."""

@@ -84,7 +84,7 @@ def test_a_malformed_manifest_is_one_error_naming_chapter_entry_and_field(course
 def test_an_interrupted_run_leaves_the_reference_byte_identical(tmp_path: Path) -> None:
     reference = REPO / "reference"
     before = tree_digest(reference)
-    private = tmp_path / "tmp"  # its own temporary folder: other runs on the machine have theirs
+    private = tmp_path / "tmp"  # its own temporary folder: other runs on the machine use /tmp too
     private.mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", "TMPDIR": str(private)}
     process = subprocess.Popen([sys.executable, "-m", "course", "mutants", CHAPTER], cwd=tmp_path, env=env,

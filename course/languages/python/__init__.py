@@ -16,7 +16,8 @@ from typing import Mapping
 from course import content
 from course.chapters import Fields, Track
 from course.languages.protocol import Prepared, RunRequest
-from course.languages.python import launch
+from course.check.results import FileCoverage
+from course.languages.python import launch, measure
 
 
 class PythonAdapter:
@@ -56,7 +57,33 @@ class PythonAdapter:
             "skip": sorted(skip),
             "pycache": str(request.build_dir / "pycache"),
             "env": dict(request.env),
+            "shuffle": request.shuffle,
+            "coverage": measure.asked(request.coverage_dir, request.code_root.resolve(), track.files)
+            if request.coverage_dir else None,
         })
+
+    def read_coverage(self, request: RunRequest) -> dict[str, FileCoverage]:
+        return measure.read(request.coverage_dir, request.code_root.resolve(), list(request.track.files))
+
+    def has_docstring(self, source: str, symbol: str) -> bool:
+        """Whether `symbol` ('EventReader.feed'; '' for the module) is defined in the source with a
+        docstring."""
+        try:
+            node: ast.AST = ast.parse(source)
+        except SyntaxError:
+            return False
+        for name in symbol.split(".") if symbol else []:
+            node = next((child for child in getattr(node, "body", [])
+                         if isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                         and child.name == name), None)
+            if node is None:
+                return False
+        return bool((ast.get_docstring(node) or "").strip())
+
+    def exclusion_problems(self, track: Track) -> list[str]:
+        """Lines of the reference left out of its coverage without a reason given beside them."""
+        return [problem for name in track.files if (track.reference / name).is_file()
+                for problem in measure.unexplained_exclusions(track.reference / name, name)]
 
     def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str]) -> int:
         env = {**os.environ, **env, "PYTHONDONTWRITEBYTECODE": "1",
