@@ -336,14 +336,20 @@ def diff(chapter: Any, force: bool) -> None:
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
-@click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
 @click.option("--reference", is_flag=True, help="Run the demonstration on the course's reference.")
 @language_option("The track, with --reference.")
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def run(chapter: Any, reference: bool, language: str, args: tuple[str, ...]) -> None:
-    """Run the chapter's offline demonstration on your code."""
+@click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[CHAPTER] [DEMO OPTIONS]...")
+def run(reference: bool, language: str, args: tuple[str, ...]) -> None:
+    """Run the chapter's offline demonstration on your code.
+
+    Every other option is the demonstration's own and is passed to it as it is
+    (for example `course run ag02 --scenario retry`).
+    """
     from course import languages, runner
 
+    # The chapter is the first word that is not an option; with none, the current chapter. Any other
+    # word belongs to the demonstration (click puts unknown options among the arguments, in order).
+    chapter, args = (CHAPTER.convert(args[0], None, None), args[1:]) if args and not args[0].startswith("-") else (None, args)
     target = _code_under_test(chapter, reference, language)
     track = target.track
     if not track.run:
