@@ -56,7 +56,7 @@ class UpstreamBody:
 class ScriptedUpstream:
     """Answers each request with the next scripted body (fixture names or raw bytes)."""
 
-    def __init__(self, *script: str | bytes, read_size: int = 65536) -> None:
+    def __init__(self, *script: str | bytes | list[bytes], read_size: int = 65536) -> None:
         self.script = list(script)
         self.read_size = read_size
         self.requests: list[dict[str, Any]] = []
@@ -67,6 +67,9 @@ class ScriptedUpstream:
         if not self.script:
             raise AssertionError("the proxy made more upstream requests than the test scripted")
         step = self.script.pop(0)
+        if isinstance(step, list):  # the chunks exactly as given
+            self.bodies.append(UpstreamBody(list(step)))
+            return self.bodies[-1]
         data = body(step) if isinstance(step, str) else step
         self.bodies.append(UpstreamBody(pieces(data, self.read_size)))
         return self.bodies[-1]

@@ -126,6 +126,43 @@ def test_protocol_violations_fail_closed(name):
     assert caught.value.code == "protocol", f"{name}: a stream the state does not understand fails closed as protocol, got {caught.value.code!r}"
 
 
+def _created(*events: dict) -> list[dict]:
+    head = {"type": "response.created", "response": {"id": "resp_m", "status": "in_progress", "model": "m", "output": []}}
+    return [{**e, "sequence_number": n} for n, e in enumerate([head, *events])]
+
+
+CALL = {"type": "response.output_item.added", "output_index": 0,
+        "item": {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": ""}}
+DONE = {"type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 0, "arguments": "{}"}
+COMPLETED = {"type": "response.completed", "response": {"id": "resp_m", "status": "completed", "model": "m"}}
+
+
+@pytest.mark.parametrize("events", [
+    [{"type": "response.created", "sequence_number": 0}],
+    _created({**CALL, "item": {**CALL["item"], "call_id": ""}}),
+    _created({**CALL, "item": {k: v for k, v in CALL["item"].items() if k != "name"}}),
+    _created(CALL, {k: v for k, v in DONE.items() if k != "arguments"}),
+    _created(CALL, DONE, {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "delta": "x"}),
+    _created(CALL, DONE, {**COMPLETED, "response": {**COMPLETED["response"], "status": "in_progress"}}),
+    _created(CALL, DONE, {**COMPLETED, "response": {**COMPLETED["response"], "output": {"0": CALL["item"]}}}),
+    _created({**COMPLETED, "response": {"status": "completed"}}),
+], ids=["created-without-response", "call-without-call_id", "call-without-name", "done-without-arguments",
+        "delta-after-done", "completed-not-completed", "output-not-a-list", "completed-without-id"])
+def test_malformed_events_fail_closed(events):
+    with pytest.raises(FailClosed) as caught:
+        fed(events).finish()
+    assert caught.value.code == "protocol", f"a malformed event fails closed as protocol, got {caught.value.code!r}"
+
+
+def test_lenient_where_the_api_allows():
+    plain = [{k: v for k, v in e.items() if k != "sequence_number"} for e in STREAMS["tool_call"]["events"]]
+    turn = fed(plain).finish()
+    assert [c.call_id for c in turn.calls] == ["call_paris"], "events without sequence numbers (some servers send none) are accepted"
+    text = _created({"type": "response.output_text.delta", "item_id": "msg_1", "delta": "Hi"},
+                    {"type": "response.output_text.done", "item_id": "msg_1"}, COMPLETED)
+    assert fed(text).finish().text == "Hi", "a text done event without its text keeps the deltas"
+
+
 def _calls(count: int, arguments: str = '{"city":"Paris"}', final: str | None = None) -> list[dict]:
     events = [{"type": "response.created", "response": {"id": "resp_lim", "status": "in_progress", "model": "m", "output": []}}]
     for i in range(count):

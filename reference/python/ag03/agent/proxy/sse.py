@@ -58,13 +58,11 @@ def _decoded(chunks: Iterable[bytes], decoder: codecs.IncrementalDecoder) -> Ite
     try:
         for chunk in chunks:
             text = decoder.decode(chunk)
-            if text:
+            if text:  # a read that ends inside a character may decode to nothing yet
                 yield text
-        text = decoder.decode(b"", final=True)
+        decoder.decode(b"", final=True)  # a character cut by the end of the body is an error
     except UnicodeDecodeError as exc:
         raise FailClosed("protocol", f"the upstream body is not UTF-8 ({exc.reason})") from None
-    if text:
-        yield text
 
 
 def _payload(name: str, data: str) -> dict[str, Any] | None:
