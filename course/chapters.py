@@ -17,6 +17,8 @@ from course import content
 from course.errors import ManifestError, UnknownChapter
 
 KINDS = ("unit", "conformance", "boundary", "fault")
+# Progressive hints per catalog test: the idea, then the rule or section, then the shape of the code.
+HINT_LEVELS = 3
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,14 @@ class CatalogEntry:
     kind: str
     checks: str
     why: str
+    section: str = ""  # where the chapter text explains it: "3", "2.2", or a heading's title
+    hints: tuple[str, ...] = ()  # HINT_LEVELS of them, from the idea to the shape of the code
+
+    @property
+    def section_label(self) -> str:
+        if not self.section:
+            return ""
+        return f"section {self.section}" if self.section[:1].isdigit() else f'section "{self.section}"'
 
 
 @dataclass(frozen=True)
@@ -197,9 +207,14 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             kind=f.get("kind", str),
             checks=f.get("checks", str),
             why=f.get("why", str),
+            section=str(f.get("section", (str, int, float), "")),
+            hints=f.strings("hints", ()),
         )
         if entry.kind not in KINDS:
             raise ManifestError(f"{f.where} ({entry.name}): field 'kind' must be one of {', '.join(KINDS)}")
+        if entry.hints and len(entry.hints) != HINT_LEVELS:
+            raise ManifestError(f"{f.where} ({entry.name}): field 'hints' must hold {HINT_LEVELS} levels, "
+                                f"got {len(entry.hints)}")
         catalog.append(entry)
 
     tracks = {}

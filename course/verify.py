@@ -1,6 +1,7 @@
 """`course verify`: prove a chapter sound, for every chapter and language.
 
 1. The manifest is consistent: every file, test and mutant it names exists, ids are unique.
+   Every catalog test has its hint levels and names the section of the text that explains it.
 2. The reference passes the whole catalog.
 3. Every catalog test fails on the freshly rendered stubs (a test that passes on a stub checks nothing).
 4. Every documented mutant is killed by at least one of the tests the manifest says catch it.
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from course import languages
-from course.chapters import Chapter, Track
+from course.chapters import HINT_LEVELS, Chapter, Track
 from course.check import run_check
 from course.check.results import PASS
 
@@ -25,7 +26,7 @@ from course.check.results import PASS
 class Finding:
     chapter: str
     language: str
-    step: str  # manifest | reference | stubs | mutants
+    step: str  # manifest | hints | reference | stubs | mutants
     ok: bool
     detail: str = ""
 
@@ -82,6 +83,17 @@ def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
     return problems
 
 
+def hint_problems(chapter: Chapter) -> list[str]:
+    """Every catalog test needs its hint levels and the section of the text that explains it."""
+    problems = []
+    for entry in chapter.catalog:
+        if len(entry.hints) != HINT_LEVELS:
+            problems.append(f"{entry.name!r} has no hints (`course hint` needs {HINT_LEVELS} levels)")
+        if not entry.section:
+            problems.append(f"{entry.name!r} names no section of the chapter text")
+    return problems
+
+
 def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], None]) -> ChapterVerdict:
     from course.mutation.documented import BaselineFailed, run_mutants
     from course.scaffold import render_all
@@ -98,6 +110,8 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
          f"{len(chapter.catalog)} tests, {len(track.files)} files, {len(track.mutants)} mutants")
     if problems:
         return verdict
+    missing = hint_problems(chapter)
+    note("hints", not missing, "; ".join(missing) or f"{HINT_LEVELS} hint levels and a section for every test")
 
     reference = run_check(chapter, track, track.reference)
     note("reference", reference.ok, f"{reference.passed} of {reference.total} tests pass on the reference"

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Callable
 
 from course import languages
 from course.chapters import Chapter, Track
-from course.check.results import CaseResult, CheckResult, EntryResult
+from course.check.results import FAIL_STATUSES, CaseResult, CheckResult, EntryResult
 from course.errors import UsageError
 
 DEFAULT_TIMEOUT = 5.0
+# The whole check, however many tests time out: a learner waits at most this long for a verdict.
+DEFAULT_BUDGET = 120.0
+
+
+class _StopFirst(Exception):
+    """Raised from the case callback to end the run at the first failure (-x)."""
 
 
 def run_check(
@@ -20,14 +27,22 @@ def run_check(
     code_root: Path,
     *,
     timeout: float = DEFAULT_TIMEOUT,
+    budget: float | None = DEFAULT_BUDGET,
     select: str = "",
+    only: Collection[str] | None = None,
+    first: Collection[str] = (),
+    stop_first: bool = False,
     on_entry: Callable[[EntryResult], None] | None = None,
     scratch: Path | None = None,
 ) -> CheckResult:
-    """Run the catalog on the code in code_root. `on_entry` sees each entry as soon as it is complete,
-    in catalog order (cases arrive in catalog order, so an entry is complete when the next begins)."""
+    """Run the catalog on the code in code_root. `only` limits the run to these catalog names,
+    `first` runs these before the others (failed-first), `select` chooses cases (the adapter's own
+    syntax), `stop_first` ends the run at the first failing case. The result lists entries in
+    catalog order, whatever order they ran in; `on_entry` sees each entry as soon as it is complete."""
     adapter = languages.get(track.language)
-    entries = {e.name: EntryResult(entry=e, test_name=adapter.test_name(e.name)) for e in chapter.catalog}
+    chosen = [e for e in chapter.catalog if only is None or e.name in only]
+    entries = {e.name: EntryResult(entry=e, test_name=adapter.test_name(e.name)) for e in chosen}
+    order = [n for n in entries if n in first] + [n for n in entries if n not in first]
     pending: list[EntryResult] = []
 
     def on_case(case: CaseResult) -> None:
@@ -38,24 +53,31 @@ def run_check(
         if not pending or pending[-1] is not entry:
             pending.append(entry)
         entry.cases.append(case)
+        if stop_first and case.status in FAIL_STATUSES:
+            raise _StopFirst
 
     started = time.perf_counter()
-    outcome = adapter.run_catalog(
-        track, code_root, [e.name for e in chapter.catalog], timeout=timeout, select=select, on_case=on_case,
-        scratch=scratch,
-    )
-    problem = outcome.problem
-    if outcome.bad_selection:
-        raise UsageError(f"-k {select!r} is not a valid test selection: {problem}")
+    stopped = False
+    try:
+        outcome = adapter.run_catalog(track, code_root, order, timeout=timeout, select=select, on_case=on_case,
+                                      scratch=scratch, budget=budget)
+    except _StopFirst:
+        outcome, stopped = None, True
+    problem = outcome.problem if outcome else ""
+    if outcome and outcome.bad_selection:
+        raise UsageError(f"--case {select!r} is not a valid case selection: {problem}")
     if select and not any(e.cases for e in entries.values()) and not problem:
-        names = ", ".join(e.name for e in chapter.catalog)
-        raise UsageError(f"no catalog test matches -k {select!r}; the tests are: {names}")
+        raise UsageError(f"no case of the chosen tests matches --case {select!r}")
     if pending and on_entry and not problem:
         on_entry(pending[-1])
-    if select:
-        ran = [e for e in entries.values() if e.cases]
+    ran = list(entries.values())
+    if select or stopped or (outcome and outcome.out_of_time):
+        not_run = [e for e in ran if not e.cases]
+        ran = [e for e in ran if e.cases]
     else:
-        ran = list(entries.values())
+        not_run = []
         for entry in ran:
             entry.missing = not entry.cases and not problem
-    return CheckResult(entries=ran, problem=problem, duration=time.perf_counter() - started)
+    return CheckResult(entries=ran, problem=problem, duration=time.perf_counter() - started,
+                       not_run=[e.test_name for e in not_run] if not select else [],
+                       stopped_first=stopped)

@@ -10,6 +10,7 @@ from course.chapters import CatalogEntry
 PASS, FAIL, ERROR, TIMEOUT, SKIP = "pass", "fail", "error", "timeout", "skip"
 # When an entry's cases disagree, the entry shows the most serious of them.
 _SEVERITY = {PASS: 0, SKIP: 1, FAIL: 2, ERROR: 3, TIMEOUT: 4}
+FAIL_STATUSES = (FAIL, ERROR, TIMEOUT)
 
 
 @dataclass
@@ -31,7 +32,8 @@ class RunOutcome:
 
     cases: list[CaseResult] = field(default_factory=list)
     problem: str = ""  # what stopped the run before (or outside) the tests; "" when nothing did
-    bad_selection: bool = False  # the test runner rejected the -k expression
+    bad_selection: bool = False  # the test runner rejected the case selection
+    out_of_time: bool = False  # the whole-check budget ran out: the tests without cases did not run
 
 
 @dataclass
@@ -49,7 +51,12 @@ class EntryResult:
 
     @property
     def failures(self) -> list[CaseResult]:
-        return [c for c in self.cases if c.status in (FAIL, ERROR, TIMEOUT)]
+        return [c for c in self.cases if c.status in FAIL_STATUSES]
+
+    @property
+    def not_run(self) -> list[CaseResult]:
+        """Cases skipped by the harness (after an earlier case of the test timed out)."""
+        return [c for c in self.cases if c.status == SKIP and self.status != SKIP]
 
 
 @dataclass
@@ -57,6 +64,8 @@ class CheckResult:
     entries: list[EntryResult]
     problem: str = ""  # a failure before any test could run (a learner module that does not import)
     duration: float = 0.0
+    not_run: list[str] = field(default_factory=list)  # tests left out by -x or an exhausted budget
+    stopped_first: bool = False  # -x ended the run at the first failure
 
     @property
     def passed(self) -> int:
@@ -83,7 +92,7 @@ class CheckResult:
         for entry in self.entries:
             if entry.status == PASS:
                 continue
-            broken = [c for c in entry.cases if c.status != PASS]
+            broken = [c for c in entry.cases if c.status in FAIL_STATUSES]  # not run is not broken
             cases.update(f"{entry.entry.name}[{c.case}]" if c.case else entry.entry.name for c in broken)
             if not broken:
                 cases.add(entry.entry.name)

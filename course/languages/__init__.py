@@ -29,10 +29,19 @@ class Adapter(Protocol):
         select: str = "",
         on_case: Callable[[CaseResult], None] | None = None,
         scratch: Path | None = None,
+        budget: float | None = None,
     ) -> RunOutcome:
-        """Run the named tests against the code in code_root: the cases, and what stopped the run
-        before the tests, if anything. `scratch` is a folder the run may fill with build
+        """Run the named tests, in the order given, against the code in code_root: the cases, and
+        what stopped the run before the tests, if anything. `select` chooses cases (the runner's
+        own syntax); `budget` bounds the whole run in seconds. `scratch` is a folder the run may fill with build
         products (removed by the caller); without it, the adapter uses the user's cache."""
+
+    def warm(self) -> None:
+        """Load once what every run needs, for a long-lived command (watch) whose runs follow."""
+
+    def commentary_lines(self, text: str) -> set[int]:
+        """The 1-based numbers of the lines of a source text that hold only comments or
+        documentation (what `course diff` leaves out unless --all)."""
 
     def test_sources(self, track: Track) -> dict[str, str]:
         """Each catalog test's source, by its name in this language."""
@@ -40,8 +49,9 @@ class Adapter(Protocol):
     def catalog_problems(self, track: Track) -> list[str]:
         """What in the catalog's files would make its failures unreadable or its run unsound."""
 
-    def run_script(self, track: Track, code_root: Path, script: Path, args: list[str]) -> int:
-        """Run one of the chapter's scripts with the code under test importable; its exit code."""
+    def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], *, timeout: float) -> int:
+        """Run one of the chapter's scripts with the code under test importable; its exit code.
+        Code that does not build raises CodeProblem (one line); past `timeout` it is stopped."""
 
 
 def get(language: str) -> Adapter:

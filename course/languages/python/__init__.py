@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Callable
 
-from course import content
+from course import content, processes
 from course.chapters import Track
 from course.check.results import CaseResult, RunOutcome
+from course.errors import CodeProblem
 from course.languages.python import supervisor
 
 
@@ -30,6 +30,7 @@ class PythonAdapter:
         select: str = "",
         on_case: Callable[[CaseResult], None] | None = None,
         scratch: Path | None = None,
+        budget: float | None = None,
     ) -> RunOutcome:
         spec = supervisor.RunSpec(
             code_root=code_root.resolve(),
@@ -38,6 +39,7 @@ class PythonAdapter:
             modules=list(track.modules),
             timeout=timeout,
             select=select,
+            budget=budget,
             pycache=scratch / "pycache" if scratch else None,
         )
 
@@ -49,10 +51,28 @@ class PythonAdapter:
         outcome = supervisor.run(spec, on_case=to_catalog_name)
         return outcome
 
-    def run_script(self, track: Track, code_root: Path, script: Path, args: list[str]) -> int:
+    def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], *, timeout: float) -> int:
+        problem = self.syntax_problem(track, code_root)
+        if problem:
+            raise CodeProblem(problem)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code_root), str(content.HARNESS_ROOT)]),
                "PYTHONDONTWRITEBYTECODE": "1"}
-        return subprocess.call([sys.executable, str(script), *args], cwd=code_root, env=env)
+        return processes.run_bounded([sys.executable, str(script), *args], cwd=code_root, env=env,
+                                     timeout=timeout, what="the demonstration")
+
+    def syntax_problem(self, track: Track, code_root: Path) -> str:
+        """The first learner file that does not compile, as one 'file:line: syntax error' line."""
+        for name in track.files:
+            path = code_root / name
+            if not name.endswith(".py") or not path.is_file():
+                continue
+            try:
+                compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+            except SyntaxError as exc:
+                return f"{name}:{exc.lineno}: syntax error: {exc.msg}"
+            except ValueError as exc:  # null bytes
+                return f"{name}: cannot be compiled: {exc}"
+        return ""
 
     def catalog_problems(self, track: Track) -> list[str]:
         """Asserts without a message: the worker runs pytest with plain asserts (no rewriting, so
@@ -65,6 +85,41 @@ class PythonAdapter:
                 if isinstance(node, ast.Assert) and node.msg is None:
                     problems.append(f"{path.name}:{node.lineno}: assert without a message")
         return problems
+
+    def warm(self) -> None:
+        """Import, once, what every catalog run needs (pytest, its plugins, the worker): a
+        long-lived command such as `course watch` then forks its runs ready to go."""
+        import importlib
+
+        for name in supervisor.PRELOAD:
+            importlib.import_module(name)
+
+    def commentary_lines(self, text: str) -> set[int]:
+        """Lines (1-based) that hold only comments, docstrings or nothing: what `course diff`
+        leaves out by default. Text that does not parse has none (everything is compared)."""
+        import ast
+        import io
+        import tokenize
+
+        lines = text.splitlines()
+        quiet = {n for n, line in enumerate(lines, 1) if not line.strip()}
+        try:
+            tree = ast.parse(text)
+            tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        except (SyntaxError, tokenize.TokenError, ValueError):
+            return set()
+        code_lines = {n for tok in tokens if tok.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE,
+                                                              tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+                      for n in range(tok.start[0], tok.end[0] + 1)}
+        quiet |= {n for n in range(1, len(lines) + 1) if n not in code_lines}
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body:
+                first = body[0]
+                if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                        and isinstance(first.value.value, str)):
+                    quiet |= set(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+        return quiet
 
     def test_sources(self, track: Track) -> dict[str, str]:
         """Each test function's source, by name, for results.json's test_code."""

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from course import processes
-from course.check.results import ERROR, TIMEOUT, CaseResult, RunOutcome
+from course.check.results import ERROR, SKIP, TIMEOUT, CaseResult, RunOutcome
 
 # Grace on top of the per-test timer before the supervisor kills a worker that stopped answering
 # (learner code that blocks signals, or hangs in C).
@@ -38,6 +38,7 @@ class RunSpec:
     modules: list[str]
     timeout: float
     select: str = ""
+    budget: float | None = None  # seconds for the whole run, every restart included
     pycache: Path | None = None  # where compiled files go (default: the user's cache folder)
 
 
@@ -177,6 +178,15 @@ def run(spec: RunSpec, on_case: Callable[[CaseResult], None] | None = None) -> R
         if on_case:
             on_case(case)
 
+    def skip_rest_of(nodeid: str) -> None:
+        """One timeout per test: its cases not run yet are reported as not run."""
+        for other, name in names.items():
+            if name == names[nodeid] and other not in done:
+                record(CaseResult(entry=name, case=_case_of(other), status=SKIP,
+                                  message=f"not run: case {_case_of(nodeid) or nodeid} of this test timed out"), other)
+
+    out_of_time = None if spec.budget is None else time.monotonic() + spec.budget
+
     while True:
         progress = len(done)
         worker = _Worker(spec, done)
@@ -185,16 +195,27 @@ def run(spec: RunSpec, on_case: Callable[[CaseResult], None] | None = None) -> R
         try:
             while True:
                 limit = spec.timeout + (KILL_GRACE if current else QUIET_LIMIT)
+                wait = time.monotonic() + (KILL_GRACE if finished else limit)
                 try:
-                    event = worker.next_event(time.monotonic() + (KILL_GRACE if finished else limit))
+                    event = worker.next_event(wait if out_of_time is None else min(wait, out_of_time))
                 except TimeoutError:
                     worker.kill()
+                    if out_of_time is not None and time.monotonic() >= out_of_time and not finished:
+                        if current:
+                            record(CaseResult(entry=names[current], case=_case_of(current), status=TIMEOUT,
+                                              message="stopped when the whole check ran out of time"), current)
+                            skip_rest_of(current)
+                        outcome.problem = (f"the whole check took longer than {spec.budget:g} s and was stopped; "
+                                           "the tests it did not reach are not run (use --budget to allow more)")
+                        outcome.out_of_time = finished = True
+                        break
                     if current:
                         record(CaseResult(
                             entry=names[current], case=_case_of(current), status=TIMEOUT,
                             message=f"the test, with its setup and teardown, did not finish within "
                             f"{limit:g} s and was stopped (use --timeout to allow more)",
                         ), current)
+                        skip_rest_of(current)
                         current = ""
                     elif not finished:
                         outcome.problem = f"the test process stopped answering outside any test for {limit:g} s"

@@ -111,6 +111,8 @@ class CatalogPlugin:
         self.tests_root = os.path.realpath(spec["tests_dir"])
         self.events = events
         self.current: dict[str, Any] = {}
+        self.tests: dict[str, str] = {}  # nodeid -> test function name
+        self.timed_out: dict[str, str] = {}  # test function name -> the case id that timed out
 
     def pytest_configure(self, config) -> None:  # noqa: ANN001
         # Python's own traceback format: what -v shows, and far cheaper for pytest to build than
@@ -125,6 +127,7 @@ class CatalogPlugin:
         if dropped:
             config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+        self.tests = {i.nodeid: i.originalname for i in kept}
         self.events.send(event="collected", tests=[[i.nodeid, i.originalname] for i in kept])
 
     def pytest_collectreport(self, report) -> None:  # noqa: ANN001
@@ -132,6 +135,17 @@ class CatalogPlugin:
             text = str(report.longrepr).strip().splitlines()
             self.events.send(event="import_error", message=f"{report.nodeid or 'the catalog'} could not be collected: "
                              + (text[-1] if text else "unknown error"))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item, nextitem):  # noqa: ANN001, ANN201
+        """One timeout per test: once a case has timed out, the test's other cases are not run
+        (a loop that never ends in a function every case calls would cost the timeout per case)."""
+        if item.originalname not in self.timed_out:
+            return None
+        self.events.send(event="start", nodeid=item.nodeid)
+        self.events.send(event="result", nodeid=item.nodeid, status="skip", duration=0.0,
+                         message=f"not run: case {self.timed_out[item.originalname]} of this test timed out")
+        return True
 
     def pytest_runtest_logstart(self, nodeid, location) -> None:  # noqa: ANN001
         self.current = {"nodeid": nodeid, "status": "pass", "duration": 0.0}
@@ -167,10 +181,20 @@ class CatalogPlugin:
 
     def pytest_runtest_logreport(self, report) -> None:  # noqa: ANN001
         if report.when == "call" and report.capstdout:
-            self.current["output"] = report.capstdout[-500:]
+            # the last lines, whole: the report counts them and -v shows them
+            self.current["output"] = report.capstdout[-MAX_OUTPUT:]
 
     def pytest_runtest_logfinish(self, nodeid, location) -> None:  # noqa: ANN001
         self.events.send(event="result", **self.current)
+        if self.current.get("status") == "timeout":
+            self.timed_out[self.tests.get(nodeid, "")] = _case_id(nodeid) or nodeid
+
+
+MAX_OUTPUT = 20_000  # characters of a test's printed output kept
+
+
+def _case_id(nodeid: str) -> str:
+    return nodeid[nodeid.index("[") + 1 : -1] if nodeid.endswith("]") and "[" in nodeid else ""
 
 
 def import_modules(modules: list[str], code_root: str) -> str:
