@@ -19,6 +19,9 @@ from course.errors import ManifestError, UnknownChapter
 KINDS = ("unit", "conformance", "boundary", "fault")
 # Progressive hints per catalog test: the idea, then the rule or section, then the shape of the code.
 HINT_LEVELS = 3
+# Where a catalog entry's rule is stated for the learner: a heading of the chapter's text, or a
+# symbol of a starter file that carries a docstring ("agent/provider/sse.py::EventReader.feed").
+STATED_IN = ("section", "docstring")
 
 
 @dataclass(frozen=True)
@@ -34,14 +37,20 @@ class CatalogEntry:
     kind: str
     checks: str
     why: str
-    section: str = ""  # where the chapter text explains it: "3", "2.2", or a heading's title
+    weight: float = 1.0  # points the entry is worth when it passes (instructors' gradebooks)
+    task: int = 0  # the task it belongs to (exercism's task_id); 0 for none
+    stated_in: tuple[tuple[str, str], ...] = ()  # (kind, where): ("section", "2.2 Server-sent events")
     hints: tuple[str, ...] = ()  # HINT_LEVELS of them, from the idea to the shape of the code
 
     @property
     def section_label(self) -> str:
-        if not self.section:
-            return ""
-        return f"section {self.section}" if self.section[:1].isdigit() else f'section "{self.section}"'
+        """The first section that states the rule, as a learner looks for it: 'section 2.2', or
+        'section "A round trip by hand"' for a heading without a number."""
+        heading = next((where for kind, where in self.stated_in if kind == "section"), "")
+        number = re.match(r"\d+(\.\d+)*", heading)
+        if number:
+            return f"section {number.group(0)}"
+        return f'section "{heading}"' if heading else ""
 
 
 @dataclass(frozen=True)
@@ -171,7 +180,8 @@ class _Fields:
                 raise ManifestError(f"{self.where}: missing field {name!r}")
             return default
         value = self.raw[name]
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        numeric = kind is int or (isinstance(kind, tuple) and int in kind)
+        if not isinstance(value, kind) or (numeric and isinstance(value, bool)):
             want = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
             raise ManifestError(f"{self.where}: field {name!r} must be {want}, got {value!r}")
         return value
@@ -182,6 +192,17 @@ class _Fields:
         if bad:
             raise ManifestError(f"{self.where}: field {name!r} must list non-empty strings, got {bad[0]!r}")
         return tuple(values)
+
+
+def _stated_in(f: _Fields, name: str) -> tuple[tuple[str, str], ...]:
+    places = []
+    for i, item in enumerate(f.get("stated_in", list, [])):
+        (kind, where), *more = item.items() if isinstance(item, dict) and item else [(None, None)]
+        if more or kind not in STATED_IN or not isinstance(where, str) or not where.strip():
+            raise ManifestError(f"{f.where} ({name}): stated_in item #{i + 1} must be "
+                                f"'section: HEADING' or 'docstring: FILE::NAME', got {item!r}")
+        places.append((kind, where))
+    return tuple(places)
 
 
 def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
@@ -207,14 +228,17 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             kind=f.get("kind", str),
             checks=f.get("checks", str),
             why=f.get("why", str),
-            section=str(f.get("section", (str, int, float), "")),
+            weight=float(f.get("weight", (int, float), 1)),
+            task=f.get("task", int, 0),
+            stated_in=_stated_in(f, f.get("name", str)),
             hints=f.strings("hints", ()),
         )
+        if entry.weight < 0 or entry.weight != entry.weight:
+            raise ManifestError(f"{f.where} ({entry.name}): field 'weight' must be a number of points, 0 or more")
+        if entry.task < 0:
+            raise ManifestError(f"{f.where} ({entry.name}): field 'task' must be a task number, 1 or more")
         if entry.kind not in KINDS:
             raise ManifestError(f"{f.where} ({entry.name}): field 'kind' must be one of {', '.join(KINDS)}")
-        if entry.hints and len(entry.hints) != HINT_LEVELS:
-            raise ManifestError(f"{f.where} ({entry.name}): field 'hints' must hold {HINT_LEVELS} levels, "
-                                f"got {len(entry.hints)}")
         catalog.append(entry)
 
     tracks = {}

@@ -4,12 +4,15 @@
    Every catalog test has its hint levels and names the section of the text that explains it.
 2. The reference passes the whole catalog.
 3. Every catalog test fails on the freshly rendered stubs (a test that passes on a stub checks nothing).
-4. Every documented mutant is killed by at least one of the tests the manifest says catch it.
+4. The reference passes again with the cases in a shuffled order (a test that passes only because an
+   earlier one left state behind is caught), seeded and the seed printed so the order can be repeated.
+5. Every documented mutant is killed by at least one of the tests the manifest says catch it.
 Each mutant's kill signature is recorded in the chapter's signatures.json for `course check` hints.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tempfile
 from dataclasses import dataclass, field
@@ -26,7 +29,7 @@ from course.check.results import PASS
 class Finding:
     chapter: str
     language: str
-    step: str  # manifest | hints | reference | stubs | mutants
+    step: str  # manifest | hints | reference | stubs | shuffled | mutants
     ok: bool
     detail: str = ""
 
@@ -84,17 +87,22 @@ def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
 
 
 def hint_problems(chapter: Chapter) -> list[str]:
-    """Every catalog test needs its hint levels and the section of the text that explains it."""
-    problems = []
-    for entry in chapter.catalog:
-        if len(entry.hints) != HINT_LEVELS:
-            problems.append(f"{entry.name!r} has no hints (`course hint` needs {HINT_LEVELS} levels)")
-        if not entry.section:
-            problems.append(f"{entry.name!r} names no section of the chapter text")
-    return problems
+    """Every catalog test needs its hint levels: `course hint` must never come up empty."""
+    return [f"{entry.name!r} has {len(entry.hints)} hint levels, `course hint` needs {HINT_LEVELS}"
+            for entry in chapter.catalog if len(entry.hints) != HINT_LEVELS]
 
 
-def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], None]) -> ChapterVerdict:
+def default_seed(track: Track) -> int:
+    """The shuffled run's seed unless one is given: drawn from the catalog's files, so a run is
+    repeatable on the same tree and a changed catalog is tried in a new order."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in track.tests.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(path.relative_to(track.tests).as_posix().encode() + b"\0" + path.read_bytes())
+    return int.from_bytes(digest.digest()[:4], "big")
+
+
+def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], None],
+                 seed: int | None = None) -> ChapterVerdict:
     from course.mutation.documented import BaselineFailed, run_mutants
     from course.scaffold import render_all
 
@@ -111,7 +119,7 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
     if problems:
         return verdict
     missing = hint_problems(chapter)
-    note("hints", not missing, "; ".join(missing) or f"{HINT_LEVELS} hint levels and a section for every test")
+    note("hints", not missing, "; ".join(missing) or f"{HINT_LEVELS} hint levels for every test")
 
     reference = run_check(chapter, track, track.reference)
     note("reference", reference.ok, f"{reference.passed} of {reference.total} tests pass on the reference"
@@ -124,7 +132,16 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
     note("stubs", not passing, f"{stubs.total - len(passing)} of {stubs.total} tests fail on the stubs"
          + (f"; these pass on a stub, so they check nothing: {', '.join(passing)}" if passing else ""))
 
-    if not reference.ok or not track.mutants:
+    if not reference.ok:
+        return verdict
+    seed = default_seed(track) if seed is None else seed
+    shuffled = run_check(chapter, track, track.reference, shuffle=seed)
+    again = f"seed {seed}; `course verify {chapter.id} --seed {seed}` repeats this order"
+    note("shuffled", shuffled.ok, f"{shuffled.passed} of {shuffled.total} tests pass in a shuffled order ({again})"
+         + (f"; these fail only in this order: {', '.join(sorted(shuffled.failing))}" if shuffled.failing else "")
+         + (f": {shuffled.problem}" if shuffled.problem else ""))
+
+    if not track.mutants:
         return verdict
     try:
         results = run_mutants(chapter, track, list(track.mutants), reference_result=reference)

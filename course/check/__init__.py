@@ -34,11 +34,18 @@ def run_check(
     stop_first: bool = False,
     on_entry: Callable[[EntryResult], None] | None = None,
     scratch: Path | None = None,
+    shuffle: int | None = None,
+    coverage: bool = False,
 ) -> CheckResult:
     """Run the catalog on the code in code_root. `only` limits the run to these catalog names,
     `first` runs these before the others (failed-first), `select` chooses cases (the adapter's own
     syntax), `stop_first` ends the run at the first failing case. The result lists entries in
-    catalog order, whatever order they ran in; `on_entry` sees each entry as soon as it is complete."""
+    catalog order, whatever order they ran in; `on_entry` sees each entry as soon as it is complete
+    (an entry's cases arrive together, so it is complete when the next begins).
+    `shuffle`, a seed, runs the cases in an order drawn from it instead (no `on_entry` then);
+    `coverage` measures what of the code the catalog executed."""
+    if shuffle is not None and on_entry is not None:
+        raise ValueError("a shuffled run reports its entries only at the end")
     adapter = languages.get(track.language)
     chosen = [e for e in chapter.catalog if only is None or e.name in only]
     entries = {e.name: EntryResult(entry=e, test_name=adapter.test_name(e.name)) for e in chosen}
@@ -60,7 +67,7 @@ def run_check(
     stopped = False
     try:
         outcome = adapter.run_catalog(track, code_root, order, timeout=timeout, select=select, on_case=on_case,
-                                      scratch=scratch, budget=budget)
+                                      scratch=scratch, budget=budget, shuffle=shuffle, coverage=coverage)
     except _StopFirst:
         outcome, stopped = None, True
     problem = outcome.problem if outcome else ""
@@ -80,4 +87,4 @@ def run_check(
             entry.missing = not entry.cases and not problem
     return CheckResult(entries=ran, problem=problem, duration=time.perf_counter() - started,
                        not_run=[e.test_name for e in not_run] if not select else [],
-                       stopped_first=stopped)
+                       stopped_first=stopped, coverage=outcome.coverage if outcome else None)

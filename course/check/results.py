@@ -27,6 +27,21 @@ class CaseResult:
 
 
 @dataclass
+class FileCoverage:
+    """What a catalog run executed of one file of the code under test (line numbers from 1)."""
+
+    path: str  # relative to the code's root, as the manifest names it
+    statements: list[int]  # the lines that hold code (excluded lines left out)
+    missing: list[int]  # statements never run
+    branches: int = 0  # possible jumps between lines
+    missing_branches: list[tuple[int, int]] = field(default_factory=list)  # (from, to); to < 0: leaves the function
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing and not self.missing_branches
+
+
+@dataclass
 class RunOutcome:
     """What a language adapter's catalog run returns."""
 
@@ -34,6 +49,7 @@ class RunOutcome:
     problem: str = ""  # what stopped the run before (or outside) the tests; "" when nothing did
     bad_selection: bool = False  # the test runner rejected the case selection
     out_of_time: bool = False  # the whole-check budget ran out: the tests without cases did not run
+    coverage: dict[str, FileCoverage] | None = None  # by file, when the run was asked to measure it
 
 
 @dataclass
@@ -66,6 +82,7 @@ class CheckResult:
     duration: float = 0.0
     not_run: list[str] = field(default_factory=list)  # tests left out by -x or an exhausted budget
     stopped_first: bool = False  # -x ended the run at the first failure
+    coverage: dict[str, FileCoverage] | None = None  # by file, when asked for
 
     @property
     def passed(self) -> int:
