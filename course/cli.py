@@ -11,7 +11,9 @@ import contextlib
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -53,6 +55,8 @@ def cli() -> None:
       course show              read the chapter
       course tests             read its test catalog
       course check             run the catalog on your code (exit code is the verdict)
+      course watch             check again at every save
+      course hint              a hint for the first failing test, one level more each time
       course diff              after passing: your code against the reference
 
     With no chapter named, a command acts on the chapter you worked on last.
@@ -60,14 +64,51 @@ def cli() -> None:
     """
 
 
-def _learner_chapter(given: str | None):  # noqa: ANN202
+class ChapterParam(click.ParamType):
+    """A chapter id, in any forgiving spelling ('ag01', 'AG-01', 'ag.01'), loaded as its Chapter.
+    An unknown id is the harness's own UnknownChapter: one line that lists the chapters, exit 2."""
+
+    name = "chapter"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from course import chapters
+
+        return value if not isinstance(value, str) else chapters.get(value)
+
+
+CHAPTER = ChapterParam()
+
+
+def language_option(help: str = "The language track.", default: str | None = "python") -> Any:  # noqa: A002
+    """The one --language option, its choices the languages that have an adapter."""
+    from course.languages import ADAPTERS
+
+    return click.option("--language", type=click.Choice(sorted(ADAPTERS)), default=default,
+                        show_default=default is not None, help=help)
+
+
+@dataclass
+class Target:
+    """The code a command acts on: a learner's chapter, or (repo None) the course's reference."""
+
+    repo: Any  # LearnerRepo | None
+    chapter: Any  # Chapter
+    track: Any  # Track
+    state: Any = None  # ChapterState | None
+
+    @property
+    def code_root(self) -> Path:
+        return self.track.reference if self.repo is None else self.repo.root
+
+
+def _learner_chapter(given: Any) -> Target:
     from course import chapters
     from course.learner import LearnerRepo
 
     repo = LearnerRepo.find()
-    chapter = chapters.get(repo.resolve_chapter(given))
+    chapter = given if given is not None else chapters.get(repo.resolve_chapter(None))
     state = repo.state(chapter.id)
-    return repo, chapter, chapter.track(state.language), state
+    return Target(repo, chapter, chapter.track(state.language), state)
 
 
 @cli.command("list")
@@ -111,24 +152,22 @@ def _progress(repo, chapter, state) -> str:  # noqa: ANN001
 
 
 @cli.command()
-@click.argument("chapter_id", metavar="CHAPTER")
+@click.argument("chapter", metavar="CHAPTER", type=CHAPTER)
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
               help="The learner repository (default: the one you are in, or the enclosing git repository).")
-@click.option("--language", default="python", show_default=True, help="The track to start.")
+@language_option("The track to start.")
 @click.option("--switch", is_flag=True, help="Make CHAPTER the current chapter even if it was started before.")
 @click.option("--ci", type=click.Choice(["github"]), default=None,
               help="Also write a CI workflow that checks every push and uploads results.json.")
-def start(chapter_id: str, directory: Path | None, language: str, switch: bool, ci: str | None) -> None:
+def start(chapter: Any, directory: Path | None, language: str, switch: bool, ci: str | None) -> None:
     """Write CHAPTER's stubs into your repository; never overwrites a file.
 
     A chapter started for the first time becomes the current one (what commands act on when no
     chapter is named); starting a chapter again only writes its missing files, unless --switch.
     """
-    from course import chapters
     from course.learner import ChapterState, LearnerRepo, default_start_root, find_root, now
     from course.scaffold import scaffold
 
-    chapter = chapters.get(chapter_id)
     track = chapter.track(language)
     root = directory.resolve() if directory else default_start_root()
     if root.exists() and not root.is_dir():
@@ -176,24 +215,24 @@ def start(chapter_id: str, directory: Path | None, language: str, switch: bool, 
 
 
 @cli.command()
-@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
-def show(chapter_id: str | None) -> None:
+@click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
+def show(chapter: Any) -> None:
     """Print the chapter's text."""
-    chapter = _any_chapter(chapter_id)
+    chapter = _any_chapter(chapter)
     echo(chapter.text_path.read_text(encoding="utf-8").rstrip())
 
 
 @cli.command()
-@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
-@click.option("--language", default="python", show_default=True)
+@click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
+@language_option("The track whose test names are shown.")
 @click.option("--source", "source", metavar="TEST", help="Print the source of one catalog test.")
-def tests(chapter_id: str | None, language: str, source: str | None) -> None:
+def tests(chapter: Any, language: str, source: str | None) -> None:
     """The chapter's test catalog: each test, its kind, what it checks and why it matters."""
     import textwrap
 
     from course import languages
 
-    chapter = _any_chapter(chapter_id)
+    chapter = _any_chapter(chapter)
     adapter = languages.get(language)
     if source:
         entry = _catalog_entry(chapter, adapter, source)
@@ -235,11 +274,11 @@ def _can_write(folder: Path) -> bool:
         return False
 
 
-def _code_under_test(given: str | None, reference: bool, language: str):  # noqa: ANN202
-    """(repo, chapter, track, state): the learner's, or with --reference no repo and no state."""
+def _code_under_test(given: Any, reference: bool, language: str) -> Target:
+    """The learner's chapter, or with --reference the course's reference (no repo, no state)."""
     if reference:
         chapter = _any_chapter(given)
-        return None, chapter, chapter.track(language), None
+        return Target(None, chapter, chapter.track(language))
     return _learner_chapter(given)
 
 
@@ -250,13 +289,13 @@ def _writable(*paths: Path | None) -> None:
             raise UsageError(f"cannot write {path}: no folder {path.resolve().parent}")
 
 
-def _any_chapter(given: str | None):  # noqa: ANN202
+def _any_chapter(given: Any) -> Any:
     """The chapter named, else the learner's current one (commands that need no started chapter)."""
     from course import chapters
     from course.learner import LearnerRepo
 
-    if given:
-        return chapters.get(given)
+    if given is not None:
+        return given
     return chapters.get(LearnerRepo.find().resolve_chapter(None))
 
 
@@ -269,13 +308,13 @@ def _timeout_options(command):  # noqa: ANN001, ANN202
 
 
 @cli.command()
-@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
+@click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
 @click.option("--reference", is_flag=True, help="Run the catalog on the course's reference (instructors, CI).")
 @click.option("-k", "select", default="", metavar="EXPR",
               help="Run only the catalog tests whose names match EXPR: words, and/or/not, parentheses "
                    "(`-k retry`, `-k 'sse and not large'`).")
 @click.option("--case", "case", default="", metavar="EXPR",
-              help="Run only the cases whose ids match EXPR (the test runner's syntax, pytest -k for Python).")
+              help="Run only the cases whose ids match EXPR (the same syntax, on case ids: `--case bom`).")
 @click.option("-x", "--exitfirst", "stop_first", is_flag=True, help="Stop at the first failing test.")
 @click.option("--lf", "--last-failed", "last_failed", is_flag=True, help="Run only the tests that failed last time.")
 @_timeout_options
@@ -286,9 +325,9 @@ def _timeout_options(command):  # noqa: ANN001, ANN202
 @click.option("--autograding", "autograding_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write GitHub Classroom's runner result (points per test) to this file.")
 @click.option("-v", "--verbose", is_flag=True, help="Every test, full failure texts and tracebacks, captured output.")
-@click.option("--language", default="python", show_default=True, help="The track, with --reference.")
+@language_option("The track, with --reference.")
 @click.option("--coverage", is_flag=True, help="Also show the lines of your files that no test ran.")
-def check(chapter_id: str | None, reference: bool, select: str, case: str, stop_first: bool, last_failed: bool,
+def check(chapter: Any, reference: bool, select: str, case: str, stop_first: bool, last_failed: bool,
           timeout: float | None, budget: float | None, json_path: Path | None, junit_path: Path | None,
           autograding_path: Path | None, verbose: bool, language: str, coverage: bool) -> None:
     """Run the chapter's catalog on your code: exit 0 when every test passes, 1 otherwise.
@@ -303,17 +342,16 @@ def check(chapter_id: str | None, reference: bool, select: str, case: str, stop_
     from course.learner import fingerprint
 
     _writable(json_path, junit_path, autograding_path)
-    repo, chapter, track, state = _code_under_test(chapter_id, reference, language)
+    target = _code_under_test(chapter, reference, language)
+    repo, chapter, track, state = target.repo, target.chapter, target.track, target.state
     adapter = languages.get(track.language)
-    code_root = track.reference if repo is None else repo.root
+    code_root = target.code_root
     where = "the course's reference" if repo is None else str(repo.root)
-    only = _chosen_tests(chapter, adapter, select)
+    only = None
     if last_failed:
-        failed = set(state.last_check.get("failing", ())) if state else set()
+        failed = state.last_check.get("failing") if state else None
         if failed:
-            only = [n for n in (only if only is not None else [e.name for e in chapter.catalog]) if n in failed]
-            if not only:
-                raise UsageError("none of the tests that failed last time matches -k")
+            only = set(failed)
         else:
             echo(click.style("no failures recorded: running every test", dim=True))
     files_before = fingerprint(code_root, track.files) if repo is not None else ""
@@ -321,8 +359,9 @@ def check(chapter_id: str | None, reference: bool, select: str, case: str, stop_
     report = TerminalReport(echo, verbose=verbose)
     echo(f"{chapter.id}: {chapter.title}  ({where})")
     result = run_check(chapter, track, code_root, timeout=timeout or DEFAULT_TIMEOUT, budget=budget or DEFAULT_BUDGET,
-                       select=case, only=only, stop_first=stop_first, on_entry=report.entry, coverage=coverage)
-    partial = only is not None or bool(case) or stop_first
+                       select=select, cases=case, only=only, stop_first=stop_first, on_entry=report.entry,
+                       coverage=coverage)
+    partial = only is not None or bool(select) or bool(case) or stop_first
     if repo is not None:
         _record(repo, chapter.id, result, files_before, partial=partial)
     try:
@@ -374,20 +413,6 @@ def _stopped_by_ctrl_c():  # noqa: ANN202
         echo(click.style("\nstopped watching.", dim=True))
 
 
-def _chosen_tests(chapter, adapter, select: str) -> list[str] | None:  # noqa: ANN001
-    """The catalog names -k chooses (None: every test); a usage error when it chooses none."""
-    if not select:
-        return None
-    from course.selection import matcher
-
-    matches = matcher(select)
-    chosen = [e.name for e in chapter.catalog if matches(e.name, adapter.test_name(e.name))]
-    if not chosen:
-        names = ", ".join(e.name for e in chapter.catalog)
-        raise UsageError(f"no catalog test matches -k {select!r}; the tests are: {names}")
-    return chosen
-
-
 def _record(repo, chapter_id: str, result, files_before: str, *, partial: bool) -> None:  # noqa: ANN001
     """Record the check in the learner's state. A partial run only updates which tests fail (so
     that --lf and hint follow it); a read-only repository gets a one-line note, and the verdict
@@ -417,10 +442,10 @@ def _record(repo, chapter_id: str, result, files_before: str, *, partial: bool) 
 
 
 @cli.command()
-@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
+@click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
 @_timeout_options
 @click.option("--poll", is_flag=True, help="Look at the files a few times a second instead of OS notifications.")
-def watch(chapter_id: str | None, timeout: float | None, budget: float | None, poll: bool) -> None:
+def watch(chapter: Any, timeout: float | None, budget: float | None, poll: bool) -> None:
     """Check again each time you save a chapter file; q (or Ctrl-C) leaves.
 
     The screen shows how many tests pass, the first failing test with its reason, and the hint line.
@@ -433,7 +458,8 @@ def watch(chapter_id: str | None, timeout: float | None, budget: float | None, p
     from course.diagnose import diagnose
     from course.learner import fingerprint
 
-    repo, chapter, track, state = _learner_chapter(chapter_id)
+    target = _learner_chapter(chapter)
+    repo, chapter, track, state = target.repo, target.chapter, target.track, target.state
     adapter = languages.get(track.language)
     adapter.warm()
     later = [c for c in chapters.load_all() if c.order > chapter.order]
@@ -474,10 +500,10 @@ def watch(chapter_id: str | None, timeout: float | None, budget: float | None, p
 
 
 @cli.command()
-@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
+@click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
 @click.option("--force", is_flag=True, help="Show the diff even before the chapter passes (instructors).")
 @click.option("--all", "everything", is_flag=True, help="Also the differences in comments and docstrings only.")
-def diff(chapter_id: str | None, force: bool, everything: bool) -> None:
+def diff(chapter: Any, force: bool, everything: bool) -> None:
     """After passing: a unified diff of your code against the reference (comments and docstrings
     aside, unless --all)."""
     from course import languages
@@ -485,7 +511,8 @@ def diff(chapter_id: str | None, force: bool, everything: bool) -> None:
     from course.errors import Refused
     from course.learner import fingerprint
 
-    repo, chapter, track, state = _learner_chapter(chapter_id)
+    target = _learner_chapter(chapter)
+    repo, chapter, track, state = target.repo, target.chapter, target.track, target.state
     if not force:
         if not state.passed:
             raise Refused(f"the reference is shown once `course check {chapter.id}` passes; it has not passed yet")
@@ -503,8 +530,8 @@ def diff(chapter_id: str | None, force: bool, everything: bool) -> None:
 
 @cli.command()
 @click.argument("test", required=False)
-@click.option("--chapter", "chapter_id", metavar="CHAPTER", help="The chapter (default: the current one).")
-def hint(test: str | None, chapter_id: str | None) -> None:
+@click.option("--chapter", "chapter", metavar="CHAPTER", type=CHAPTER, help="The chapter (default: the current one).")
+def hint(test: str | None, chapter: Any) -> None:
     """The next hint for TEST (default: the first test that failed in your last check).
 
     Each call reveals one more level: the idea, then the rule or the section of the text, then the
@@ -514,7 +541,8 @@ def hint(test: str | None, chapter_id: str | None) -> None:
     from course.chapters import HINT_LEVELS
     from course.learner import LearnerRepo
 
-    repo, chapter, track, state = _learner_chapter(chapter_id)
+    target = _learner_chapter(chapter)
+    repo, chapter, track, state = target.repo, target.chapter, target.track, target.state
     adapter = languages.get(track.language)
     if test:
         entry = _catalog_entry(chapter, adapter, test)
@@ -554,13 +582,14 @@ def hint(test: str | None, chapter_id: str | None) -> None:
 @cli.command()
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--all", "everything", is_flag=True, help="Every file of the chapter.")
-@click.option("--chapter", "chapter_id", metavar="CHAPTER", help="The chapter (default: the current one).")
-def reset(files: tuple[Path, ...], everything: bool, chapter_id: str | None) -> None:
+@click.option("--chapter", "chapter", metavar="CHAPTER", type=CHAPTER, help="The chapter (default: the current one).")
+def reset(files: tuple[Path, ...], everything: bool, chapter: Any) -> None:
     """Put the stub of FILE back, after moving your version to a backup folder in your repository."""
     from course.learner import now
     from course.scaffold import BACKUP_DIR, restore
 
-    repo, chapter, track, _ = _learner_chapter(chapter_id)
+    target = _learner_chapter(chapter)
+    repo, chapter, track = target.repo, target.chapter, target.track
     if bool(files) == everything:
         raise UsageError("name the files to reset, or --all for every file of the chapter")
     names = list(track.files) if everything else [_chapter_file(repo.root, track, f) for f in files]
@@ -595,7 +624,7 @@ def _chapter_file(root: Path, track, given: Path) -> str:  # noqa: ANN001
 
 @cli.command(context_settings={"ignore_unknown_options": True})
 @click.option("--reference", is_flag=True, help="Run the demonstration on the course's reference.")
-@click.option("--language", default="python", show_default=True, help="The track, with --reference.")
+@language_option("The track, with --reference.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=RUN_TIMEOUT, show_default=True,
               help="Seconds the demonstration may take before it is stopped.")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[CHAPTER] [DEMO OPTIONS]...")
@@ -605,17 +634,18 @@ def run(reference: bool, language: str, timeout: float, args: tuple[str, ...]) -
     Every other option is the demonstration's own and is passed to it as it is
     (for example `course run ag02 --scenario retry`).
     """
-    from course import languages
+    from course import languages, runner
 
     # The chapter is the first word that is not an option; with none, the current chapter. Any other
     # word belongs to the demonstration (click puts unknown options among the arguments, in order).
-    chapter_id, args = (args[0], args[1:]) if args and not args[0].startswith("-") else (None, args)
-    repo, chapter, track, _ = _code_under_test(chapter_id, reference, language)
-    code_root = track.reference if repo is None else repo.root
+    chapter, args = (CHAPTER.convert(args[0], None, None), args[1:]) if args and not args[0].startswith("-") else (None, args)
+    target = _code_under_test(chapter, reference, language)
+    track = target.track
     if not track.run:
-        raise UsageError(f"chapter {chapter.id} has no demonstration to run")
-    code = languages.get(track.language).run_script(track, code_root, track.tests / track.run, list(args),
-                                                     timeout=timeout)
+        raise UsageError(f"chapter {target.chapter.id} has no demonstration to run")
+    with runner.environment(track) as env:
+        code = languages.get(track.language).run_script(track, target.code_root, track.tests / track.run,
+                                                        list(args), env, timeout=timeout)
     sys.exit(code if code >= 0 else 128 - code)  # killed by a signal: the shell's convention
 
 
@@ -633,20 +663,17 @@ def fake_model(port: int) -> None:
 
 
 @cli.command()
-@click.argument("chapter_id", metavar="CHAPTER")
+@click.argument("chapter", metavar="CHAPTER", type=CHAPTER)
 @click.option("--only", default="", metavar="IDS", help="Run only these mutants, e.g. --only s05,s06.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the results as JSON.")
 @click.option("--mutmut", "use_mutmut", is_flag=True, help="Run mutmut's generic mutants instead (instructor extra).")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Mutants run at once [default: the cores].")
-@click.option("--language", default="python", show_default=True)
-def mutants(chapter_id: str, only: str, json_path: Path | None, use_mutmut: bool, jobs: int | None, language: str) -> None:
+@language_option("The track whose mutants run.")
+def mutants(chapter: Any, only: str, json_path: Path | None, use_mutmut: bool, jobs: int | None, language: str) -> None:
     """Prove the catalog kills each documented pitfall mutant (or, with --mutmut, score it broadly)."""
     import json
 
-    from course import chapters
-
     _writable(json_path)
-    chapter = chapters.get(chapter_id)
     track = chapter.track(language)
     if use_mutmut and (only or jobs):
         raise UsageError("--only and --jobs choose documented mutants; --mutmut runs mutmut's own")
@@ -721,16 +748,16 @@ class _Progress:
 
 
 @cli.command()
-@click.argument("chapter_ids", metavar="[CHAPTER]...", nargs=-1)
+@click.argument("chosen", metavar="[CHAPTER]...", type=CHAPTER, nargs=-1)
 @click.option("--seed", type=click.IntRange(min=0), default=None,
               help="The shuffled run's seed (to repeat an order verify printed) [default: drawn from the catalog's files].")
-def verify(chapter_ids: tuple[str, ...], seed: int | None) -> None:
+def verify(chosen: tuple[Any, ...], seed: int | None) -> None:
     """Prove chapters sound: manifest, reference passes (in order and shuffled), stubs fail,
     documented mutants killed."""
     from course import chapters
     from course.verify import verify_track
 
-    selected = [chapters.get(c) for c in chapter_ids] or list(chapters.load_all())
+    selected = list(chosen) or list(chapters.load_all())
     passed = failed = 0
 
     def say(finding) -> None:  # noqa: ANN001
@@ -752,7 +779,7 @@ def verify(chapter_ids: tuple[str, ...], seed: int | None) -> None:
 
 @cli.command()
 @click.argument("roster", type=click.Path(path_type=Path), required=False)
-@click.option("--chapter", "chapter_id", default=None, metavar="CHAPTER",
+@click.option("--chapter", type=CHAPTER, default=None, metavar="CHAPTER",
               help="The chapter to grade [default: each repository's current chapter].")
 @click.option("--from-results", "results_dir", type=click.Path(path_type=Path), default=None,
               help="Build the gradebook from downloaded results.json files instead of running checks.")
@@ -764,7 +791,7 @@ def verify(chapter_ids: tuple[str, ...], seed: int | None) -> None:
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=5.0, show_default=True, help="Seconds per test.")
 @click.option("--repo-timeout", type=click.FloatRange(min=1), default=300.0, show_default=True,
               help="Seconds for one whole repository.")
-def grade(roster: Path | None, chapter_id: str | None, results_dir: Path | None, csv_path: Path, json_path: Path,
+def grade(roster: Path | None, chapter: Any, results_dir: Path | None, csv_path: Path, json_path: Path,
           jobs: int | None, timeout: float, repo_timeout: float) -> None:
     """Grade a class: ROSTER is a folder of learner repositories, or a file listing their paths.
 
@@ -782,12 +809,10 @@ def grade(roster: Path | None, chapter_id: str | None, results_dir: Path | None,
 
         rows = from_results(results_dir)
     else:
-        from course import chapters
         from course.grading import roster as rosters
         from course.grading.grade import Grader, Limits
 
-        if chapter_id:
-            chapter_id = chapters.get(chapter_id).id
+        chapter_id = chapter.id if chapter is not None else None
         members = rosters.read(roster.resolve())
         grader = Grader(chapter_id, Limits(test_timeout=timeout, repo_timeout=repo_timeout), jobs or os.cpu_count() or 1)
         progress = _Progress(len(members), label="repositories", line=lambda row: f"  {row.learner}: {row.status}")
@@ -830,7 +855,5 @@ def main() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(141)  # 128 + SIGPIPE, as a shell reports it
     except CourseError as exc:
-        click.echo(f"course: {exc.message}", err=True)
-        if exc.detail:
-            click.echo(exc.detail, err=True)
+        exc.show()
         sys.exit(exc.exit_code)

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Collection
 from pathlib import Path
 from typing import Callable
 
-from course import languages
 from course.chapters import Chapter, Track
 from course.check.results import FAIL_STATUSES, CaseResult, CheckResult, EntryResult
-from course.errors import UsageError
+from course.errors import BadSelection
 
 DEFAULT_TIMEOUT = 5.0
 # The whole check, however many tests time out: a learner waits at most this long for a verdict.
 DEFAULT_BUDGET = 120.0
+
+
+def default_build_dir() -> Path:
+    """Where build products go when the caller names no folder: the user's cache, kept between runs."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "course"
 
 
 class _StopFirst(Exception):
@@ -29,6 +35,7 @@ def run_check(
     timeout: float = DEFAULT_TIMEOUT,
     budget: float | None = DEFAULT_BUDGET,
     select: str = "",
+    cases: str = "",
     only: Collection[str] | None = None,
     first: Collection[str] = (),
     stop_first: bool = False,
@@ -37,19 +44,32 @@ def run_check(
     shuffle: int | None = None,
     coverage: bool = False,
 ) -> CheckResult:
-    """Run the catalog on the code in code_root. `only` limits the run to these catalog names,
-    `first` runs these before the others (failed-first), `select` chooses cases (the adapter's own
-    syntax), `stop_first` ends the run at the first failing case. The result lists entries in
-    catalog order, whatever order they ran in; `on_entry` sees each entry as soon as it is complete
-    (an entry's cases arrive together, so it is complete when the next begins).
-    `shuffle`, a seed, runs the cases in an order drawn from it instead (no `on_entry` then);
-    `coverage` measures what of the code the catalog executed."""
+    """Run the catalog (the tests `select` matches, with -k's syntax, and among them those in `only`)
+    on the code in code_root. `cases` chooses cases by their ids, with the same syntax; `first` runs
+    these tests before the others (failed-first); `stop_first` ends the run at the first failing
+    case; `budget` bounds the whole run in seconds. Entries come back in catalog order whatever
+    order they ran in; `on_entry` sees each as soon as it is complete (an entry's cases arrive
+    together, so it is complete when the next begins). `scratch` is a folder for build products
+    (removed by the caller); without it they go to the user's cache. `shuffle`, a seed, runs the
+    cases in an order drawn from it instead (no `on_entry` then); `coverage` measures what of the
+    code the catalog executed."""
+    # here, not at the top: the runner boundary imports course.check.results, which imports this package
+    from course import languages, runner, selection
+    from course.languages.protocol import RunRequest
+
     if shuffle is not None and on_entry is not None:
         raise ValueError("a shuffled run reports its entries only at the end")
     adapter = languages.get(track.language)
-    chosen = [e for e in chapter.catalog if only is None or e.name in only]
-    entries = {e.name: EntryResult(entry=e, test_name=adapter.test_name(e.name)) for e in chosen}
-    order = [n for n in entries if n in first] + [n for n in entries if n not in first]
+    entries = {e.name: EntryResult(entry=e, test_name=adapter.test_name(e.name)) for e in chapter.catalog}
+    chosen = selection.select(select, {name: (name, e.test_name) for name, e in entries.items()})
+    if not chosen:
+        names = ", ".join(e.name for e in chapter.catalog)
+        raise BadSelection(f"no catalog test matches -k {select!r}; the tests are: {names}")
+    if only is not None:
+        chosen = [name for name in chosen if name in only]
+    if cases:
+        selection.parse(cases)  # a malformed expression is a usage error before anything runs
+    order = [n for n in chosen if n in first] + [n for n in chosen if n not in first]
     pending: list[EntryResult] = []
 
     def on_case(case: CaseResult) -> None:
@@ -64,27 +84,27 @@ def run_check(
             raise _StopFirst
 
     started = time.perf_counter()
+    request = RunRequest(track=track, code_root=code_root, tests=tuple(order), timeout=timeout,
+                         build_dir=scratch or default_build_dir(), shuffle=shuffle, coverage=coverage,
+                         budget=budget, cases=cases)
     stopped = False
     try:
-        outcome = adapter.run_catalog(track, code_root, order, timeout=timeout, select=select, on_case=on_case,
-                                      scratch=scratch, budget=budget, shuffle=shuffle, coverage=coverage)
+        outcome = runner.run(adapter, request, on_case=on_case)
     except _StopFirst:
         outcome, stopped = None, True
     problem = outcome.problem if outcome else ""
-    if outcome and outcome.bad_selection:
-        raise UsageError(f"--case {select!r} is not a valid case selection: {problem}")
-    if select and not any(e.cases for e in entries.values()) and not problem:
-        raise UsageError(f"no case of the chosen tests matches --case {select!r}")
+    if cases and not any(e.cases for e in entries.values()) and not problem:
+        raise BadSelection(f"no case of the chosen tests matches --case {cases!r}")
     if pending and on_entry and not problem:
         on_entry(pending[-1])
-    ran = list(entries.values())
-    if select or stopped or (outcome and outcome.out_of_time):
+    ran = [entries[name] for name in chosen]
+    not_run: list[EntryResult] = []
+    if cases or stopped or (outcome and outcome.out_of_time):
         not_run = [e for e in ran if not e.cases]
         ran = [e for e in ran if e.cases]
     else:
-        not_run = []
         for entry in ran:
             entry.missing = not entry.cases and not problem
     return CheckResult(entries=ran, problem=problem, duration=time.perf_counter() - started,
-                       not_run=[e.test_name for e in not_run] if not select else [],
-                       stopped_first=stopped, coverage=outcome.coverage if outcome else None)
+                       not_run=[e.test_name for e in not_run] if not cases else [], stopped_first=stopped,
+                       coverage=outcome.coverage if outcome else None)

@@ -132,6 +132,8 @@ class TerminalReport:
             head = f"cases {shown}: "
         if self.verbose:
             lines = (head + (case.details or case.message)).splitlines()
+        elif len(head) + len(case.message.splitlines()[0] if case.message else "") > REASON_WIDTH:
+            lines = [shorten(head.rstrip(": ") + ":")] + bounded(case.message)  # the cases, then the reason
         else:
             lines = bounded(head + case.message)
         for line in lines or [case.status]:

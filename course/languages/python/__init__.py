@@ -1,70 +1,108 @@
-"""The Python adapter: catalogs are pytest files, run by a supervised worker process."""
+"""The Python adapter: catalogs are pytest files, run in worker processes the shared runner supervises.
+
+Its own field in a track's manifest section: `modules`, the learner's modules, imported in this order
+before any test runs, so that code that fails at import time is one clear message.
+"""
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Mapping
 
 from course import content, processes
-from course.chapters import Track
-from course.check.results import CaseResult, RunOutcome
+from course.chapters import Fields, Track
+from course.languages.protocol import Prepared, RunRequest
+from course.check.results import FileCoverage
 from course.errors import CodeProblem
-from course.languages.python import measure, supervisor
+from course.languages.python import launch, measure
 
 
 class PythonAdapter:
     name = "python"
+    exit_call = "os._exit"
 
     def test_name(self, entry: str) -> str:
         return f"test_{entry}"
 
-    def run_catalog(
-        self,
-        track: Track,
-        code_root: Path,
-        names: list[str],
-        *,
-        timeout: float,
-        select: str = "",
-        on_case: Callable[[CaseResult], None] | None = None,
-        scratch: Path | None = None,
-        budget: float | None = None,
-        shuffle: int | None = None,
-        coverage: bool = False,
-    ) -> RunOutcome:
-        code_root = code_root.resolve()
-        spec = supervisor.RunSpec(
-            code_root=code_root,
-            tests_dir=track.tests.resolve(),
-            names=[self.test_name(n) for n in names],
-            modules=list(track.modules),
-            timeout=timeout,
-            select=select,
-            budget=budget,
-            pycache=scratch / "pycache" if scratch else None,
-            shuffle=shuffle,
-        )
+    def modules(self, track: Track) -> tuple[str, ...]:
+        return Fields(dict(track.options), f"chapter {track.chapter_id}, track {track.language}").strings("modules", ())
 
-        def to_catalog_name(case: CaseResult) -> None:
-            case.entry = case.entry.removeprefix("test_")
-            if on_case:
-                on_case(case)
+    def prepare(self, request: RunRequest) -> Prepared:
+        """Compile every learner file (without running it): a syntax error is one problem at its line.
+        What fails only when the code runs (an import-time exception, a missing module) the worker
+        reports before the first test."""
+        return Prepared(problem=self._compile_problem(request.track, request.code_root))
 
-        if not coverage:
-            return supervisor.run(spec, on_case=to_catalog_name)
-        with measure.measuring(code_root, list(track.files)) as (asked, measured):
-            spec.coverage = asked
-            outcome = supervisor.run(spec, on_case=to_catalog_name)
-        outcome.coverage = measured
-        return outcome
+    @staticmethod
+    def _compile_problem(track: Track, code_root: Path) -> str:
+        for name in track.files:
+            path = code_root / name
+            if not name.endswith(".py") or not path.is_file():
+                continue
+            try:
+                compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+            except SyntaxError as exc:
+                return f"{name}:{exc.lineno}: syntax error: {exc.msg}"
+            except ValueError as exc:  # null bytes in the source
+                return f"{name}: cannot be compiled: {exc}"
+        return ""
+
+    def warm(self) -> None:
+        """Import, once, what every catalog run needs (pytest, its plugins, the worker): a
+        long-lived command such as `course watch` then starts each run from a warm process."""
+        launch.warm()
+
+    def commentary_lines(self, text: str) -> set[int]:
+        """Lines (1-based) that hold only comments, docstrings or nothing: what `course diff`
+        leaves out by default. Text that does not parse has none (everything is compared)."""
+        import io
+        import tokenize
+
+        lines = text.splitlines()
+        try:
+            tree = ast.parse(text)
+            tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        except (SyntaxError, tokenize.TokenError, ValueError):
+            return set()
+        quiet = {n for n, line in enumerate(lines, 1) if not line.strip()}
+        layout = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+                  tokenize.ENDMARKER)
+        code = {n for tok in tokens if tok.type not in layout for n in range(tok.start[0], tok.end[0] + 1)}
+        quiet |= {n for n in range(1, len(lines) + 1) if n not in code}
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body:
+                first = body[0]
+                if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                        and isinstance(first.value.value, str)):
+                    quiet |= set(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+        return quiet
+
+    def start(self, request: RunRequest, prepared: Prepared, skip: frozenset[str]) -> launch.Worker:
+        track = request.track
+        return launch.Worker({
+            "code_root": str(request.code_root.resolve()),
+            "tests_dir": str(track.tests.resolve()),
+            "names": {self.test_name(name): name for name in request.tests},
+            "modules": list(self.modules(track)),
+            "timeout": request.timeout,
+            "skip": sorted(skip),
+            "pycache": str(request.build_dir / "pycache"),
+            "env": dict(request.env),
+            "shuffle": request.shuffle,
+            "coverage": measure.asked(request.coverage_dir, request.code_root.resolve(), track.files)
+            if request.coverage_dir else None,
+        })
+
+    def read_coverage(self, request: RunRequest) -> dict[str, FileCoverage]:
+        return measure.read(request.coverage_dir, request.code_root.resolve(), list(request.track.files))
 
     def has_docstring(self, source: str, symbol: str) -> bool:
         """Whether `symbol` ('EventReader.feed'; '' for the module) is defined in the source with a
         docstring."""
-        import ast
-
         try:
             node: ast.AST = ast.parse(source)
         except SyntaxError:
@@ -82,80 +120,35 @@ class PythonAdapter:
         return [problem for name in track.files if (track.reference / name).is_file()
                 for problem in measure.unexplained_exclusions(track.reference / name, name)]
 
-    def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], *, timeout: float) -> int:
-        problem = self.syntax_problem(track, code_root)
+    def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str],
+                   *, timeout: float) -> int:
+        problem = self._compile_problem(track, code_root)
         if problem:
             raise CodeProblem(problem)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code_root), str(content.HARNESS_ROOT)]),
-               "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {**os.environ, **env, "PYTHONDONTWRITEBYTECODE": "1",
+               "PYTHONPATH": os.pathsep.join([str(code_root), str(content.HARNESS_ROOT)])}
         return processes.run_bounded([sys.executable, str(script), *args], cwd=code_root, env=env,
                                      timeout=timeout, what="the demonstration")
 
-    def syntax_problem(self, track: Track, code_root: Path) -> str:
-        """The first learner file that does not compile, as one 'file:line: syntax error' line."""
-        for name in track.files:
-            path = code_root / name
-            if not name.endswith(".py") or not path.is_file():
-                continue
-            try:
-                compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
-            except SyntaxError as exc:
-                return f"{name}:{exc.lineno}: syntax error: {exc.msg}"
-            except ValueError as exc:  # null bytes
-                return f"{name}: cannot be compiled: {exc}"
-        return ""
-
     def catalog_problems(self, track: Track) -> list[str]:
-        """Asserts without a message: the worker runs pytest with plain asserts (no rewriting, so
-        imports stay cached), and a bare assert would fail with nothing for the learner to read."""
-        import ast
+        """A malformed `modules` field, and asserts without a message: the worker runs pytest with
+        plain asserts (no rewriting, so imports stay cached), and a bare assert would fail with
+        nothing for the learner to read."""
+        from course.errors import ManifestError
 
         problems = []
+        try:
+            self.modules(track)
+        except ManifestError as exc:
+            problems.append(exc.message)
         for path in sorted(track.tests.glob("*.py")):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Assert) and node.msg is None:
                     problems.append(f"{path.name}:{node.lineno}: assert without a message")
         return problems
 
-    def warm(self) -> None:
-        """Import, once, what every catalog run needs (pytest, its plugins, the worker): a
-        long-lived command such as `course watch` then forks its runs ready to go."""
-        import importlib
-
-        for name in supervisor.PRELOAD:
-            importlib.import_module(name)
-
-    def commentary_lines(self, text: str) -> set[int]:
-        """Lines (1-based) that hold only comments, docstrings or nothing: what `course diff`
-        leaves out by default. Text that does not parse has none (everything is compared)."""
-        import ast
-        import io
-        import tokenize
-
-        lines = text.splitlines()
-        quiet = {n for n, line in enumerate(lines, 1) if not line.strip()}
-        try:
-            tree = ast.parse(text)
-            tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-        except (SyntaxError, tokenize.TokenError, ValueError):
-            return set()
-        code_lines = {n for tok in tokens if tok.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE,
-                                                              tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
-                      for n in range(tok.start[0], tok.end[0] + 1)}
-        quiet |= {n for n in range(1, len(lines) + 1) if n not in code_lines}
-        for node in ast.walk(tree):
-            body = getattr(node, "body", None)
-            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body:
-                first = body[0]
-                if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-                        and isinstance(first.value.value, str)):
-                    quiet |= set(range(first.lineno, (first.end_lineno or first.lineno) + 1))
-        return quiet
-
     def test_sources(self, track: Track) -> dict[str, str]:
         """Each test function's source, by name, for results.json's test_code."""
-        import ast
-
         sources: dict[str, str] = {}
         for path in sorted(track.tests.glob("test_*.py")):
             text = path.read_text(encoding="utf-8")
