@@ -32,6 +32,8 @@ class CatalogEntry:
     kind: str
     checks: str
     why: str
+    weight: float = 1.0  # points the entry is worth when it passes (instructors' gradebooks)
+    task: int = 0  # the task it belongs to (exercism's task_id); 0 for none
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,8 @@ class _Fields:
                 raise ManifestError(f"{self.where}: missing field {name!r}")
             return default
         value = self.raw[name]
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        numeric = kind is int or (isinstance(kind, tuple) and int in kind)
+        if not isinstance(value, kind) or (numeric and isinstance(value, bool)):
             want = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
             raise ManifestError(f"{self.where}: field {name!r} must be {want}, got {value!r}")
         return value
@@ -197,7 +200,13 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             kind=f.get("kind", str),
             checks=f.get("checks", str),
             why=f.get("why", str),
+            weight=float(f.get("weight", (int, float), 1)),
+            task=f.get("task", int, 0),
         )
+        if entry.weight < 0 or entry.weight != entry.weight:
+            raise ManifestError(f"{f.where} ({entry.name}): field 'weight' must be a number of points, 0 or more")
+        if entry.task < 0:
+            raise ManifestError(f"{f.where} ({entry.name}): field 'task' must be a task number, 1 or more")
         if entry.kind not in KINDS:
             raise ManifestError(f"{f.where} ({entry.name}): field 'kind' must be one of {', '.join(KINDS)}")
         catalog.append(entry)

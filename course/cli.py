@@ -98,7 +98,9 @@ def list_cmd() -> None:
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
               help="The learner repository (default: the one you are in, or the enclosing git repository).")
 @click.option("--language", default="python", show_default=True, help="The track to start.")
-def start(chapter_id: str, directory: Path | None, language: str) -> None:
+@click.option("--ci", type=click.Choice(["github"]), default=None,
+              help="Also write a CI workflow that checks every push and uploads results.json.")
+def start(chapter_id: str, directory: Path | None, language: str, ci: str | None) -> None:
     """Write CHAPTER's stubs into your repository; never overwrites a file."""
     from course import chapters
     from course.learner import ChapterState, LearnerRepo, default_start_root, find_root, now
@@ -116,6 +118,11 @@ def start(chapter_id: str, directory: Path | None, language: str) -> None:
     root.mkdir(parents=True, exist_ok=True)
     repo = LearnerRepo.open(root)
     result = scaffold(chapter, track, root)
+    if ci:
+        from course.grading import workflow
+        from course.scaffold import write_new
+
+        write_new(root, str(workflow.target(ci)), workflow.text(ci), result)
     state = repo.chapters.setdefault(chapter.id, ChapterState(started=now(), language=language))
     state.language = language
     repo.current = chapter.id
@@ -199,10 +206,13 @@ def _any_chapter(given: str | None):  # noqa: ANN202
               help="Write exercism test-runner v3 results.json to this file.")
 @click.option("--junit-xml", "junit_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write JUnit XML to this file (for CI).")
+@click.option("--autograding", "autograding_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write GitHub Classroom's runner result (points per test) to this file.")
 @click.option("-v", "--verbose", is_flag=True, help="Full tracebacks and test output.")
 @click.option("--language", default="python", show_default=True, help="The track, with --reference.")
 def check(chapter_id: str | None, reference: bool, select: str, timeout: float | None,
-          json_path: Path | None, junit_path: Path | None, verbose: bool, language: str) -> None:
+          json_path: Path | None, junit_path: Path | None, autograding_path: Path | None, verbose: bool,
+          language: str) -> None:
     """Run the chapter's catalog on your code: exit 0 when every test passes, 1 otherwise."""
     from course import languages
     from course.check import DEFAULT_TIMEOUT, run_check
@@ -210,7 +220,7 @@ def check(chapter_id: str | None, reference: bool, select: str, timeout: float |
     from course.diagnose import diagnose
     from course.learner import LearnerRepo, fingerprint, now
 
-    _writable(json_path, junit_path)
+    _writable(json_path, junit_path, autograding_path)
     repo, chapter, track, state = _code_under_test(chapter_id, reference, language)
     code_root = track.reference if repo is None else repo.root
     where = "the course's reference" if repo is None else str(repo.root)
@@ -231,8 +241,17 @@ def check(chapter_id: str | None, reference: bool, select: str, timeout: float |
         repo.current = chapter.id
         repo.save()
     try:
+        if json_path or autograding_path:
+            from course.grading.gradebook import check_record
+
+            record = check_record(chapter, track, repo, result)
+            doc = results_json(result, languages.get(track.language).test_sources(track), course=record)
         if json_path:
-            write_json(json_path, results_json(result, languages.get(track.language).test_sources(track)))
+            write_json(json_path, doc)
+        if autograding_path:
+            from course.grading.scores import autograding
+
+            write_json(autograding_path, autograding(doc, result))
         if junit_path:
             write_junit(junit_path, junit_xml(result, chapter.id))
     except OSError as exc:
@@ -378,10 +397,11 @@ def mutants(chapter_id: str, only: str, json_path: Path | None, use_mutmut: bool
 
 
 class _Progress:
-    """A progress bar on a terminal; one plain line per finished mutant when piped."""
+    """A progress bar on a terminal; one plain line per finished item when piped."""
 
-    def __init__(self, total: int) -> None:
-        self.bar = click.progressbar(length=total, label="mutants", file=sys.stderr) if sys.stderr.isatty() else None
+    def __init__(self, total: int, label: str = "mutants", line=None) -> None:  # noqa: ANN001
+        self.bar = click.progressbar(length=total, label=label, file=sys.stderr) if sys.stderr.isatty() else None
+        self.line = line or (lambda result: f"  {result.mutant.id}: {result.status}")
         if self.bar:
             self.bar.__enter__()
 
@@ -389,7 +409,7 @@ class _Progress:
         if self.bar:
             self.bar.update(1)
         else:
-            echo(f"  {result.mutant.id}: {result.status}", err=True)
+            echo(self.line(result), err=True)
 
     def close(self) -> None:
         if self.bar:
@@ -418,6 +438,63 @@ def verify(chapter_ids: tuple[str, ...]) -> None:
             failed += sum(not f.ok for f in verdict.findings)
     echo(f"\nverify: {passed} passed, {failed} failed")
     sys.exit(0 if failed == 0 else 1)
+
+
+@cli.command()
+@click.argument("roster", type=click.Path(path_type=Path), required=False)
+@click.option("--chapter", "chapter_id", default=None, metavar="CHAPTER",
+              help="The chapter to grade [default: each repository's current chapter].")
+@click.option("--from-results", "results_dir", type=click.Path(path_type=Path), default=None,
+              help="Build the gradebook from downloaded results.json files instead of running checks.")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=Path("gradebook.csv"),
+              show_default=True, help="Write the gradebook as CSV here.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=Path("gradebook.json"),
+              show_default=True, help="Write the gradebook as JSON here.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Repositories checked at once [default: the cores].")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=5.0, show_default=True, help="Seconds per test.")
+@click.option("--repo-timeout", type=click.FloatRange(min=1), default=300.0, show_default=True,
+              help="Seconds for one whole repository.")
+def grade(roster: Path | None, chapter_id: str | None, results_dir: Path | None, csv_path: Path, json_path: Path,
+          jobs: int | None, timeout: float, repo_timeout: float) -> None:
+    """Grade a class: ROSTER is a folder of learner repositories, or a file listing their paths.
+
+    Each repository is checked on a fresh temporary copy (never in place), several at once, each
+    within its own time and file-size limits. Writes a gradebook (CSV and JSON) and prints a table.
+    Exit 0 when every repository could be judged (whatever its verdict), 1 when some could not.
+    """
+    from course.grading import gradebook
+
+    if (roster is None) == (results_dir is None):
+        raise UsageError("give a ROSTER to check, or --from-results DIR, not both")
+    _writable(csv_path, json_path)
+    if results_dir is not None:
+        from course.grading.from_results import gradebook as from_results
+
+        rows = from_results(results_dir)
+    else:
+        from course import chapters
+        from course.grading import roster as rosters
+        from course.grading.grade import Grader, Limits
+
+        if chapter_id:
+            chapter_id = chapters.get(chapter_id).id
+        members = rosters.read(roster.resolve())
+        grader = Grader(chapter_id, Limits(test_timeout=timeout, repo_timeout=repo_timeout), jobs or os.cpu_count() or 1)
+        progress = _Progress(len(members), label="repositories", line=lambda row: f"  {row.learner}: {row.status}")
+        try:
+            rows = grader.run(members, on_row=progress.step)
+        finally:
+            progress.close()
+    try:
+        gradebook.write_csv(csv_path, rows)
+        gradebook.write_json(json_path, rows)
+    except OSError as exc:
+        raise UsageError(f"cannot write {exc.filename}: {exc.strerror}") from None
+    for line in gradebook.table(rows):
+        echo(line)
+    judged = sum(r.judged for r in rows)
+    echo(f"\n{judged} of {len(rows)} repositories judged; gradebook in {csv_path} and {json_path}")
+    sys.exit(0 if judged == len(rows) else 1)
 
 
 def _interrupt(signum: int, frame: object) -> None:

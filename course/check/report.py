@@ -81,13 +81,17 @@ class TerminalReport:
         self.echo(click.style(summary_line(result), fg=colour, bold=True) + click.style(f"  ({result.duration:.2f} s)", dim=True))
 
 
-def results_json(result: CheckResult, sources: dict[str, str]) -> dict:
-    """exercism's test-runner interface, version 3: pass | fail | error, tests in catalog order."""
+def results_json(result: CheckResult, sources: dict[str, str], course: dict | None = None) -> dict:
+    """exercism's test-runner interface, version 3: pass | fail | error, tests in catalog order, each
+    with its `task_id` when the manifest gives one. `course` (chapter, language, score, ...) is kept
+    under a key of its own, which exercism's readers ignore and `course grade --from-results` reads."""
 
     def test(entry: EntryResult) -> dict:
         status = PASS if entry.status == PASS else FAIL if entry.status == FAIL else ERROR
         failure = entry.failures[0] if entry.failures else None
         out = {"name": entry.test_name, "status": status, "test_code": sources.get(entry.test_name, "")}
+        if entry.entry.task:
+            out["task_id"] = entry.entry.task
         if entry.missing:
             out["message"] = "the catalog names this test but no test file defines it"
         elif failure:
@@ -102,6 +106,8 @@ def results_json(result: CheckResult, sources: dict[str, str]) -> dict:
     if result.problem:
         doc["message"] = result.problem
     doc["tests"] = [test(e) for e in result.entries]
+    if course:
+        doc["course"] = course
     return doc
 
 
