@@ -46,7 +46,11 @@ class Request:
 
     @property
     def path(self) -> str:
-        return self.target.split("?", 1)[0]
+        """The target's path: no query string, and no scheme and host for an absolute-form target."""
+        target = self.target
+        if not target.startswith("/") and "://" in target:
+            target = "/" + target.split("://", 1)[1].partition("/")[2]
+        return target.split("?", 1)[0]
 
     def header(self, name: str) -> str | None:
         """The last value of a header (case-insensitive name), or None."""
@@ -300,7 +304,7 @@ class _Connection:
             try:
                 request = self._read_request()
             except h11.RemoteProtocolError as exc:
-                status = exc.error_status_hint if exc.error_status_hint in (400, 431) else 400
+                status = exc.error_status_hint if 400 <= exc.error_status_hint < 600 else 400
                 self._refuse(status, _protocol_message(status, str(exc)))
                 return
             except _TooLarge as exc:
@@ -339,6 +343,8 @@ class _Connection:
             return None
         if not isinstance(event, h11.Request):  # pragma: no cover - h11 yields a Request first
             raise h11.RemoteProtocolError("expected a request", error_status_hint=400)
+        if not event.http_version.startswith(b"1."):
+            raise h11.RemoteProtocolError(f"HTTP/{event.http_version.decode()} is not supported", error_status_hint=505)
         headers = tuple((k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in event.headers)
         declared = next((v for k, v in headers if k == "content-length"), None)
         if declared is not None and int(declared) > MAX_BODY:  # h11 has checked it is a number
@@ -388,6 +394,8 @@ class _ClientClosed(Exception):
 
 
 def _protocol_message(status: int, detail: str) -> str:
+    if status == 505:
+        return f"HTTP version not supported: {detail}; speak HTTP/1.1."
     if status == 431:
         return f"Request header fields too large (more than {MAX_HEAD} bytes)."
     return f"Malformed HTTP request: {detail}."
