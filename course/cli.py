@@ -210,9 +210,10 @@ def _any_chapter(given: str | None):  # noqa: ANN202
               help="Write GitHub Classroom's runner result (points per test) to this file.")
 @click.option("-v", "--verbose", is_flag=True, help="Full tracebacks and test output.")
 @click.option("--language", default="python", show_default=True, help="The track, with --reference.")
+@click.option("--coverage", is_flag=True, help="Also show the lines of your files that no test ran.")
 def check(chapter_id: str | None, reference: bool, select: str, timeout: float | None,
           json_path: Path | None, junit_path: Path | None, autograding_path: Path | None, verbose: bool,
-          language: str) -> None:
+          language: str, coverage: bool) -> None:
     """Run the chapter's catalog on your code: exit 0 when every test passes, 1 otherwise."""
     from course import languages
     from course.check import DEFAULT_TIMEOUT, run_check
@@ -230,7 +231,7 @@ def check(chapter_id: str | None, reference: bool, select: str, timeout: float |
     report = TerminalReport(echo, verbose=verbose)
     echo(f"{chapter.id}: {chapter.title}  ({where})")
     result = run_check(chapter, track, code_root, timeout=timeout or DEFAULT_TIMEOUT, select=select,
-                       on_entry=report.entry)
+                       on_entry=report.entry, coverage=coverage)
     if repo is not None and not select:
         # Read again: another command may have saved since this one started.
         repo = LearnerRepo.open(repo.root)
@@ -262,6 +263,8 @@ def check(chapter_id: str | None, reference: bool, select: str, timeout: float |
         for entry in result.entries:
             if entry.test_name not in report.shown:
                 report.entry(entry)
+    if coverage:
+        report.coverage(result, [name for name in track.files if name not in track.given], select=select)
     hint = "" if select else diagnose(chapter, track, result)
     if hint:
         echo("")
@@ -418,8 +421,11 @@ class _Progress:
 
 @cli.command()
 @click.argument("chapter_ids", metavar="[CHAPTER]...", nargs=-1)
-def verify(chapter_ids: tuple[str, ...]) -> None:
-    """Prove chapters sound: manifest, reference passes, stubs fail, documented mutants killed."""
+@click.option("--seed", type=click.IntRange(min=0), default=None,
+              help="The shuffled run's seed (to repeat an order verify printed) [default: drawn from the catalog's files].")
+def verify(chapter_ids: tuple[str, ...], seed: int | None) -> None:
+    """Prove chapters sound: manifest, reference passes (in order and shuffled), stubs fail,
+    documented mutants killed."""
     from course import chapters
     from course.verify import verify_track
 
@@ -428,12 +434,15 @@ def verify(chapter_ids: tuple[str, ...]) -> None:
 
     def say(finding) -> None:  # noqa: ANN001
         mark = click.style("ok  ", fg="green") if finding.ok else click.style("FAIL", fg="red", bold=True)
-        echo(f"  {mark} {finding.step:<9} {finding.detail}")
+        first, *more = finding.detail.splitlines() or [""]
+        echo(f"  {mark} {finding.step:<9} {first}")
+        for line in more:
+            echo(f"                 {line}")
 
     for chapter in selected:
         for track in chapter.tracks.values():
             echo(f"{chapter.id} ({track.language}): {chapter.title}")
-            verdict = verify_track(chapter, track, say=say)
+            verdict = verify_track(chapter, track, say=say, seed=seed)
             passed += sum(f.ok for f in verdict.findings)
             failed += sum(not f.ok for f in verdict.findings)
     echo(f"\nverify: {passed} passed, {failed} failed")

@@ -10,6 +10,7 @@ from typing import Callable
 
 import click
 
+from course.check.coverage import describe_gaps
 from course.check.results import ERROR, FAIL, PASS, SKIP, TIMEOUT, CheckResult, EntryResult
 
 _LABEL = {PASS: ("PASS", "green"), FAIL: ("FAIL", "red"), ERROR: ("ERROR", "red"),
@@ -74,6 +75,24 @@ class TerminalReport:
         self.echo(click.style("  the catalog could not run:", fg="red", bold=True))
         self.echo(textwrap.indent(problem, "    "))
         self.echo("  the tests it kept from running are marked error until this is fixed.")
+
+    def coverage(self, result: CheckResult, files: list[str], *, select: str = "") -> None:
+        """The lines of the learner's own files that no test ran: code either unneeded or unproven."""
+        self.echo("")
+        measured = result.coverage or {}
+        if result.problem or not measured:
+            self.echo("coverage: not measured, since the catalog could not run")
+            return
+        gaps = [(name, describe_gaps(measured[name])) for name in files if name in measured]
+        gaps += [(name, "never imported") for name in files if name not in measured]
+        gaps = [(name, described) for name, described in gaps if described]
+        scope = "the tests chosen with -k" if select else "the catalog"
+        if not gaps:
+            self.echo(f"coverage: {scope} ran every line and branch of your files")
+            return
+        self.echo(f"coverage: lines of your files that {scope} never ran (unneeded, or not yet proven by a test)")
+        for name, described in gaps:
+            self.echo(f"  {name}: {described}")
 
     def closing(self, result: CheckResult) -> None:
         colour = "green" if result.ok else "red"
