@@ -296,14 +296,20 @@ def diff(chapter_id: str | None, force: bool) -> None:
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
-@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
 @click.option("--reference", is_flag=True, help="Run the demonstration on the course's reference.")
 @click.option("--language", default="python", show_default=True, help="The track, with --reference.")
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def run(chapter_id: str | None, reference: bool, language: str, args: tuple[str, ...]) -> None:
-    """Run the chapter's offline demonstration on your code."""
+@click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[CHAPTER] [DEMO OPTIONS]...")
+def run(reference: bool, language: str, args: tuple[str, ...]) -> None:
+    """Run the chapter's offline demonstration on your code.
+
+    Every other option is the demonstration's own and is passed to it as it is
+    (for example `course run ag02 --scenario retry`).
+    """
     from course import languages
 
+    # The chapter is the first word that is not an option; with none, the current chapter. Any other
+    # word belongs to the demonstration (click puts unknown options among the arguments, in order).
+    chapter_id, args = (args[0], args[1:]) if args and not args[0].startswith("-") else (None, args)
     repo, chapter, track, _ = _code_under_test(chapter_id, reference, language)
     code_root = track.reference if repo is None else repo.root
     if not track.run:
