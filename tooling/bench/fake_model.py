@@ -5,7 +5,8 @@
 first-event  time from sending a streamed request to holding its first event, on one keep-alive
              connection, N sequential requests (target: p50 under 2 ms). Measured for this fake and,
              side by side, for the single-file fake it replaced (read from git history, commit a39aa1b,
-             when available): with a raw socket client and with the official openai SDK (bench extra).
+             when available): with a raw socket client and with the official openai SDK's sync and
+             async clients (bench extra). The SDK figures include the SDK's own work per request.
 concurrent   S streams at once, each on its own connection: all must complete; p50 and p99 of the
              time to the last byte.
 idle         after C more requests (keep-alive and one-shot connections, half of them streamed), the
@@ -43,14 +44,13 @@ def predecessor():
     done = subprocess.run(["git", "-C", str(REPO), "show", f"{PREDECESSOR}:course/fake_model.py"], capture_output=True)
     if done.returncode != 0:
         return None
-    folder = Path(tempfile.mkdtemp(prefix="bench-old-fake-"))
-    path = folder / "old_fake_model.py"
-    path.write_bytes(done.stdout)
-    spec = importlib.util.spec_from_file_location("old_fake_model", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    path.unlink()
-    folder.rmdir()
+    with tempfile.TemporaryDirectory(prefix="bench-old-fake-") as folder:
+        path = Path(folder) / "old_fake_model.py"
+        path.write_bytes(done.stdout)
+        spec = importlib.util.spec_from_file_location("old_fake_model", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["old_fake_model"] = module  # dataclasses look their module up while the class is built
+        spec.loader.exec_module(module)
     return module
 
 
@@ -103,6 +103,34 @@ def first_event_sdk(base_url: str, n: int) -> list[float] | None:
     return times
 
 
+def first_event_sdk_async(base_url: str, n: int) -> list[float] | None:
+    """The same with the SDK's async client (the one that showed the delayed-ACK stall first)."""
+    try:
+        import asyncio
+
+        import openai
+    except ImportError:
+        return None
+
+    async def run() -> list[float]:
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="sk-bench", max_retries=0)
+        times = []
+        try:
+            for _ in range(n):
+                started = time.perf_counter()
+                stream = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=True)
+                first = None
+                async for _chunk in stream:
+                    if first is None:
+                        first = time.perf_counter() - started
+                times.append(first)
+        finally:
+            await client.close()
+        return times
+
+    return asyncio.run(run())
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -122,6 +150,7 @@ def bench_first_event(n: int) -> None:
         first_event_raw(fm.port, 20)  # warm up
         line("this fake, raw socket client", first_event_raw(fm.port, n))
         line("this fake, openai SDK", first_event_sdk(fm.base_url, n))
+        line("this fake, openai SDK (async client)", first_event_sdk_async(fm.base_url, n))
     if old is None:
         print("  (predecessor not available from git history)")
         return
@@ -129,6 +158,7 @@ def bench_first_event(n: int) -> None:
         first_event_raw(fm.port, 5)
         line(f"predecessor ({PREDECESSOR}), raw socket client", first_event_raw(fm.port, n))
         line(f"predecessor ({PREDECESSOR}), openai SDK", first_event_sdk(fm.base_url, n))
+        line(f"predecessor ({PREDECESSOR}), openai SDK (async client)", first_event_sdk_async(fm.base_url, n))
 
 
 def bench_concurrent(streams: int) -> None:
