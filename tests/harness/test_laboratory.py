@@ -56,3 +56,28 @@ def test_demonstration_usage_errors_exit_2(course, learner: Path) -> None:
         assert "Traceback" not in ran.out + ran.err, f"{args}: {ran.err}"
     keyless = course("run", CHAPTER, "--live", "--model", "m", cwd=learner, env={"OPENAI_API_KEY": ""})
     assert keyless.code == 2 and "OPENAI_API_KEY" in keyless.err, keyless.out + keyless.err
+
+
+def test_the_live_path_against_the_fake_model_by_url(course, tmp_path: Path) -> None:
+    # --live is never pointed at a real provider by tests; here it talks to the course fake model by URL.
+    import json
+
+    from course import fake_model
+
+    turns = [json.loads((REPO / "fixtures" / CHAPTER / f"{name}.json").read_text())["events"]
+             for name in ("demo_read", "demo_edit", "demo_answer")]
+    with fake_model.FakeModel() as fm:
+        env = {"OPENAI_BASE_URL": fm.base_url, "OPENAI_API_KEY": "sk-test"}
+        fm.script(*(fake_model.events(*events) for events in turns))
+        allowed = course("run", CHAPTER, "--reference", "--live", "--model", "gpt-4.1-mini", "--allow-edit", cwd=tmp_path, env=env)
+        assert allowed.code == 0, allowed.out + allowed.err
+        assert "return a + b" in allowed.out and "edited calculator.py" in allowed.out, allowed.out
+        sent = [r.body for r in fm.requests if r.path == fake_model.RESPONSES_PATH]
+        assert len(sent) == 3 and all(b["store"] is False and b["stream"] is True for b in sent), sent
+        outputs = [i for i in sent[2]["input"] if i.get("type") == "function_call_output"]
+        assert [o["call_id"] for o in outputs] == ["call_demo_read", "call_demo_edit"], outputs
+
+        fm.clear()
+        fm.script(*(fake_model.events(*events) for events in turns))
+        refused = course("run", CHAPTER, "--reference", "--live", "--model", "gpt-4.1-mini", cwd=tmp_path, env=env)
+        assert refused.code == 0 and "edits are refused" in refused.out and "return a - b" in refused.out, refused.out
