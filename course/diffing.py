@@ -8,6 +8,8 @@ from typing import Callable
 
 import click
 
+from course import regions
+
 _COLOURS = {"+": "green", "-": "red", "@": "cyan"}
 
 
@@ -20,7 +22,9 @@ def diff_files(learner_root: Path, reference_root: Path, files: tuple[str, ...],
     """Print a diff per differing file (learner as 'yours', reference as 'reference'); True if any."""
     changed = False
     for name in files:
-        lines = difflib.unified_diff(_lines(learner_root / name), _lines(reference_root / name),
+        # marker lines of learner regions are the course's bookkeeping, not code: never compared
+        yours, reference = (regions.without_markers(_lines(root / name)) for root in (learner_root, reference_root))
+        lines = difflib.unified_diff(yours, reference,
                                      fromfile=f"yours/{name}", tofile=f"reference/{name}")
         for line in lines:
             changed = True
