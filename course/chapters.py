@@ -19,6 +19,8 @@ from course.errors import ManifestError, UnknownChapter, UnknownLanguage
 # The manifest format this harness reads; a manifest says which one it is written in.
 FORMAT_VERSION = 1
 KINDS = ("unit", "conformance", "boundary", "fault")
+# Progressive hints per catalog test: the idea, then the rule or section, then the shape of the code.
+HINT_LEVELS = 3
 # The fields of a track section every language shares; any other field is the adapter's to read.
 TRACK_FIELDS = ("files", "given", "run", "services", "mutants")
 # Where a catalog entry's rule is stated for the learner: a heading of the chapter's text, or a
@@ -42,6 +44,17 @@ class CatalogEntry:
     weight: float = 1.0  # points the entry is worth when it passes (instructors' gradebooks)
     task: int = 0  # the task it belongs to (exercism's task_id); 0 for none
     stated_in: tuple[tuple[str, str], ...] = ()  # (kind, where): ("section", "2.2 Server-sent events")
+    hints: tuple[str, ...] = ()  # HINT_LEVELS of them, from the idea to the shape of the code
+
+    @property
+    def section_label(self) -> str:
+        """The first section that states the rule, as a learner looks for it: 'section 2.2', or
+        'section "A round trip by hand"' for a heading without a number."""
+        heading = next((where for kind, where in self.stated_in if kind == "section"), "")
+        number = re.match(r"\d+(\.\d+)*", heading)
+        if number:
+            return f"section {number.group(0)}"
+        return f'section "{heading}"' if heading else ""
 
 
 @dataclass(frozen=True)
@@ -244,6 +257,7 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             weight=float(f.get("weight", (int, float), 1)),
             task=f.get("task", int, 0),
             stated_in=_stated_in(f, f.get("name", str)),
+            hints=f.strings("hints", ()),
         )
         if entry.weight < 0 or entry.weight != entry.weight:
             raise ManifestError(f"{f.where} ({entry.name}): field 'weight' must be a number of points, 0 or more")
