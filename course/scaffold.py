@@ -100,6 +100,13 @@ def write_new(root: Path, name: str, text: str, result: ScaffoldResult) -> None:
     target = root / name
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a file where one of its folders should be: not the file itself
+        result.failed[name] = f"{target.parent.relative_to(root)} is a file, not a folder"
+        return
+    except OSError as exc:
+        result.failed[name] = exc.strerror or str(exc)
+        return
+    try:
         out = open(target, "x", encoding="utf-8")
     except FileExistsError:
         result.kept.append(name)
