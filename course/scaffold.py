@@ -27,7 +27,8 @@ def render(chapter: Chapter, track: Track, name: str) -> str:
     chapter written before regions existed)."""
     from course import regions
 
-    reference = (track.reference / name).read_text(encoding="utf-8")
+    path = track.reference / name
+    reference = path.read_text(encoding="utf-8") if path.is_file() else ""  # a file only the learner has
     where = f"{track.reference.name}/{name}"
     if name in track.given:
         return regions.strip(reference, where)
