@@ -22,7 +22,7 @@ from typing import Any
 from course.fake_model import contract, playback
 from course.fake_model.chat import CREATED
 from course.fake_model.errors import APIError, error_object
-from course.fake_model.replies import EventsReply, HTTPErrorReply, RawReply, Reply, ScriptedCall, Turn
+from course.fake_model.replies import EventsReply, Reply, ScriptedCall, Turn
 from course.fake_model.state import MODEL_NAME, State
 from course.fake_model.wire import Request, Responder
 
@@ -87,13 +87,9 @@ def faketool(body: dict[str, Any], state: State) -> Turn:
 def play(reply: Reply, body: dict[str, Any], responder: Responder, state: State) -> None:
     """Send one scripted reply as the answer to a Responses request."""
     stream = body.get("stream") is True
-    if isinstance(reply, HTTPErrorReply):
-        headers = (("Retry-After", reply.retry_after),) if reply.retry_after is not None else ()
-        playback.send_body(responder, reply.status, _json(reply.body()), "application/json", reply.delivery, headers=headers)
-    elif isinstance(reply, RawReply):
-        headers = (("Content-Type", reply.content_type), ("Cache-Control", "no-cache"))
-        playback.send_stream(responder, [reply.body], reply.delivery, ending="eof", status=reply.status, headers=headers)
-    elif isinstance(reply, EventsReply):
+    if playback.send_any_api(reply, responder):
+        return
+    if isinstance(reply, EventsReply):
         _play_events(list(reply.events), reply, stream, responder)
     elif isinstance(reply, Turn):
         state.note_calls(c.id for c in reply.calls)

@@ -10,11 +10,11 @@ import asyncio
 import importlib
 import json
 import random
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import reference_package
 from course import fake_model
 from course.fake_model import contract
 
@@ -40,27 +40,9 @@ def decided_sequences() -> list[str]:
 
 
 @pytest.fixture
-def fm():
-    with fake_model.FakeModel() as server:
-        yield server
-
-
-@pytest.fixture
-def sdk(fm):
-    client = openai.OpenAI(base_url=fm.base_url, api_key="sk-test", max_retries=0, timeout=20)
-    yield client
-    client.close()
-
-
-@pytest.fixture
 def adapter():
-    """The ag02 reference (package `agent`, like every chapter's), imported for this test only."""
-    saved = {name: mod for name, mod in sys.modules.items() if name == "agent" or name.startswith("agent.")}
-    for name in saved:
-        del sys.modules[name]
-    root = str(REPO / "reference" / "python" / "ag02")
-    sys.path.insert(0, root)
-    try:
+    """The ag02 reference adapter behind its given HTTP transport, imported for this test only."""
+    with reference_package("ag02"):
         provider = importlib.import_module("agent.responses.provider")
         transport = importlib.import_module("agent.responses.transport")
         types = importlib.import_module("agent.responses.types")
@@ -72,11 +54,6 @@ def adapter():
             return asyncio.run(p.complete([types.Message("user", INPUT[0]["content"])], tools))
 
         yield complete, types
-    finally:
-        sys.path.remove(root)
-        for name in [n for n in sys.modules if n == "agent" or n.startswith("agent.")]:
-            del sys.modules[name]
-        sys.modules.update(saved)
 
 
 async def _no_sleep(seconds: float) -> None:
