@@ -663,6 +663,57 @@ def fake_model(port: int) -> None:
 
 
 @cli.command()
+@click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
+              help="Seconds each of your tests may take.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Mutants run at once [default: the cores].")
+def selftest(chapter: Any, timeout: float, jobs: int | None) -> None:
+    """Judge your own tests: they must pass on the reference and catch each pitfall mutant.
+
+    Your tests live in the chapter's selftest folder (`course start` writes an example there). Exit 0
+    when every one of them passes on the reference and every documented mutant fails at least one.
+    """
+    from course.selftest import run_selftest, tests_folder
+
+    target = _learner_chapter(chapter)
+    repo, chapter, track = target.repo, target.chapter, target.track
+    folder = tests_folder(track, repo.root)
+    echo(f"{chapter.id}: your tests in {folder.relative_to(repo.root)}/, judged against the reference and "
+         f"{len(track.mutants)} pitfall mutants")
+    progress = _Progress(len(track.mutants), label="mutants", line=lambda r: f"  {r.mutant.id}: "
+                         f"{'caught' if r.status in ('killed', 'timeout') else 'not caught'}")
+    try:
+        result = run_selftest(chapter, track, repo.root, timeout=timeout, jobs=jobs, on_mutant=progress.step)
+    finally:
+        progress.close()
+    wrong = result.wrong_expectations
+    if result.on_reference.problem:
+        echo(click.style("your tests could not run on the reference:", fg="red", bold=True))
+        echo("  " + result.on_reference.problem.splitlines()[0])
+    echo(f"on the reference: {len(result.tests) - len(wrong)} of {len(result.tests)} of your tests pass")
+    for name, message in wrong:
+        first = message.splitlines()[0] if message else "failed"
+        echo(f"  {click.style('WRONG', fg='red', bold=True)}  {name}: expects something the reference does not do: {first}")
+    if wrong or result.on_reference.problem:
+        echo("\nfix the expectations above first: the mutants are judged only by tests that pass on the reference")
+        echo(f"{len(result.tests) - len(wrong)} passed, {len(wrong) or len(result.tests)} failed")
+        sys.exit(1)
+    caught, missed = result.caught, result.missed
+    echo(f"on the pitfall mutants: your tests catch {len(caught)} of {len(result.mutants)}")
+    by_pitfall: dict[int, list[str]] = {}
+    for mutant in missed:
+        by_pitfall.setdefault(mutant.pitfall, []).append(mutant.id)
+    for number, ids in sorted(by_pitfall.items()):
+        pitfall = chapter.pitfall(number)
+        title = f" ({pitfall.title})" if pitfall else ""
+        echo(f"  not caught: pitfall {number}{title}: {', '.join(ids)}")
+    if not missed:
+        echo(click.style("every pitfall mutant is caught by at least one of your tests", fg="green", bold=True))
+    echo(f"{len(caught)} passed, {len(missed)} failed")
+    sys.exit(0 if result.ok else 1)
+
+
+@cli.command()
 @click.argument("chapter", metavar="CHAPTER", type=CHAPTER)
 @click.option("--only", default="", metavar="IDS", help="Run only these mutants, e.g. --only s05,s06.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the results as JSON.")

@@ -40,8 +40,9 @@ def render_all(chapter: Chapter, track: Track, into: Path) -> None:
 
 
 def scaffold(chapter: Chapter, track: Track, root: Path) -> ScaffoldResult:
+    """Write the track's stubs, and the example of the learner's own tests when it has one."""
     result = ScaffoldResult()
-    for name in track.files:
+    for name in (*track.files, *([track.selftest] if track.selftest else [])):
         if (root / name).exists():
             result.kept.append(name)
             continue

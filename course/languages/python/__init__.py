@@ -147,6 +147,20 @@ class PythonAdapter:
                     problems.append(f"{path.name}:{node.lineno}: assert without a message")
         return problems
 
+    def learner_tests(self, folder: Path) -> list[str]:
+        """The tests a learner wrote in `folder` (test_*.py files, test_ functions at the top level
+        or in Test classes), as catalog-style names, in file order."""
+        names: list[str] = []
+        for path in sorted(folder.rglob("test_*.py")):
+            try:
+                tree = ast.parse(path.read_text(encoding="utf-8"))
+            except (SyntaxError, UnicodeDecodeError, ValueError):
+                continue  # the run itself reports it, at its line
+            bodies = [tree.body] + [n.body for n in tree.body if isinstance(n, ast.ClassDef) and n.name.startswith("Test")]
+            names += [n.name.removeprefix("test_") for body in bodies for n in body
+                      if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test_")]
+        return list(dict.fromkeys(names))
+
     def test_sources(self, track: Track) -> dict[str, str]:
         """Each test function's source, by name, for results.json's test_code."""
         sources: dict[str, str] = {}
