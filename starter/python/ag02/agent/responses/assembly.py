@@ -25,9 +25,8 @@ uses; add or drop any.
         """Fold one decoded event in: the validated decision at response.completed, else None.
 
         Every failure raises ResponseFailure(code, detail) with one of the codes below and a
-        non-empty detail saying what was seen. After a
-        failure pending is empty; after a failure or after response.completed, any further event
-        fails "ended".
+        non-empty detail saying what was seen. After a failure pending is empty; after a failure
+        or after response.completed, any further event fails "ended".
 
         Lifecycle (section 2.2):
         - an event must be a dict with a non-empty string "type", else "malformed_event";
