@@ -18,6 +18,9 @@ def _kind(verdict):
     return getattr(verdict.kind, "value", verdict.kind)
 
 
+ANY = "(any reason)"
+
+
 def _completed(*items):
     return {"status": "completed", "output": list(items)}
 
@@ -32,7 +35,7 @@ def _http_case(status, retryable, name=None):
 @pytest.mark.parametrize(
     "body, status, want_retryable, want_reason",
     [_http_case(s, True) for s in (429, 500, 502, 503, 599)]
-    + [_http_case(s, False) for s in (400, 401, 403, 404, 409, 422, 600)]
+    + [_http_case(s, False) for s in (400, 401, 403, 404, 408, 409, 422, 428, 430, 451, 499, 600, 601)]
     + [_http_case(429, True, "http_429"), _http_case(500, True, "http_500"), _http_case(401, False, "http_401")],
 )
 def test_http_errors(body, status, want_retryable, want_reason):
@@ -42,14 +45,63 @@ def test_http_errors(body, status, want_retryable, want_reason):
     assert seen == want, f"HTTP {status}: got (kind, retryable, reason) {seen!r}, want {want!r}"
 
 
-def test_incomplete_keeps_reason():
-    for name, reason in [("incomplete_max_tokens", "max_output_tokens"), ("incomplete_content_filter", "content_filter")]:
-        got = _classify(name)
-        seen = (_kind(got), got.reason)
-        assert seen == ("incomplete", reason), f"{name}: got (kind, reason) {seen!r}, want ('incomplete', {reason!r})"
-    got = classify.classify_response({"status": "incomplete", "output": []})
+@pytest.mark.parametrize("status", [100, 101, 199, 201, 202, 204, 206, 299, 300, 301, 302, 304, 307, 308, 399])
+def test_only_200_is_a_reply(status):
+    body = samples.body("answer_o1")
+    got = classify.classify_response(body, status)
+    seen = (_kind(got), got.retryable)
+    assert seen == ("http_error", False), (
+        f"HTTP {status} with a completed body: got (kind, retryable) {seen!r}, want ('http_error', False); "
+        "any status but 200 is an HTTP error, whatever the body says"
+    )
+
+
+@pytest.mark.parametrize(
+    "case, body, status, want",
+    [
+        pytest.param("500 with error: null", {"error": None}, 500, ("http_error", None), id="http-error-null"),
+        pytest.param("429 with no body", None, 429, ("http_error", None), id="http-body-null"),
+        pytest.param("503 with a text body", "upstream timeout", 503, ("http_error", None), id="http-body-text"),
+        pytest.param("error.code null", {"error": {"code": None, "message": "x"}}, 500, ("http_error", None), id="http-code-null"),
+        pytest.param("failed with error: null", {"status": "failed", "output": [], "error": None}, 200, ("failed", None), id="failed-error-null"),
+        pytest.param("failed with no error", {"status": "failed", "output": []}, 200, ("failed", None), id="failed-no-error"),
+        pytest.param("incomplete with incomplete_details: null", {"status": "incomplete", "output": [], "incomplete_details": None},
+                     200, ("incomplete", None), id="incomplete-details-null"),
+        pytest.param("incomplete with incomplete_details: {}", {"status": "incomplete", "output": [], "incomplete_details": {}},
+                     200, ("incomplete", None), id="incomplete-details-empty"),
+        pytest.param("incomplete with reason: null", {"status": "incomplete", "output": [], "incomplete_details": {"reason": None}},
+                     200, ("incomplete", None), id="incomplete-reason-null"),
+        pytest.param("output: null", {"status": "completed", "output": None}, 200, ("unsupported", ANY), id="output-null"),
+        pytest.param("a completed text reply with every optional field null",
+                     {**samples.body("answer_o1"), "error": None, "incomplete_details": None, "usage": None}, 200, ("text", None),
+                     id="completed-nulls"),
+    ],
+)
+def test_explicit_nulls(case, body, status, want):
+    got = classify.classify_response(body, status)
+    seen = (_kind(got), got.reason if want[1] is not ANY else ANY)
+    assert seen == want, f"{case}: got (kind, reason) {seen!r}, want {want!r} (a field sent as null holds nothing)"
+
+
+def _incomplete_case(name):
+    if name == "details-null":
+        chosen = samples.sample("incomplete_max_tokens")
+        chosen["body"]["incomplete_details"] = None
+        return chosen["body"]
+    if name == "details-absent":
+        return {"status": "incomplete", "output": []}
+    return samples.body(name)
+
+
+@pytest.mark.parametrize(
+    "name, reason",
+    [("incomplete_max_tokens", "max_output_tokens"), ("incomplete_content_filter", "content_filter"),
+     ("details-absent", None), ("details-null", None)],
+)
+def test_incomplete_keeps_reason(name, reason):
+    got = classify.classify_response(_incomplete_case(name))
     seen = (_kind(got), got.reason)
-    assert seen == ("incomplete", None), f"incomplete without incomplete_details: got {seen!r}, want ('incomplete', None)"
+    assert seen == ("incomplete", reason), f"incomplete reply ({name}): got (kind, reason) {seen!r}, want ('incomplete', {reason!r})"
 
 
 def test_failed_and_cancelled():
@@ -71,6 +123,25 @@ def test_refusal_not_text():
     ]})
     got = classify.classify_response(mixed)
     assert _kind(got) == "refused", f"text then a refusal in one message: got kind {_kind(got)!r}, want 'refused'"
+
+
+def _refusal_items(case):
+    call = samples.body("tool_call_o1")["output"][1]
+    refusal = samples.body("refusal")["output"][0]
+    if case == "call-then-refusal":
+        return [call, refusal]
+    if case == "refusal-then-call":
+        return [refusal, call]
+    text_then_refusal = {**refusal, "content": [{"type": "output_text", "text": "Let me check. "}] + refusal["content"]}
+    return samples.body("two_calls")["output"] + [text_then_refusal]
+
+
+@pytest.mark.parametrize("case", ["call-then-refusal", "refusal-then-call", "two-calls-then-text-and-refusal"])
+def test_refusal_beats_tool_calls(case):
+    got = classify.classify_response(_completed(*_refusal_items(case)))
+    seen = (_kind(got), got.reason, len(got.calls))
+    want = ("refused", "I can't help with that request.", 0)
+    assert seen == want, f"{case}: got (kind, reason, number of calls) {seen!r}, want {want!r} (a refusal anywhere wins)"
 
 
 def test_refusal_and_incomplete_apart():
@@ -100,6 +171,11 @@ def test_tool_requests():
     got = _classify("two_calls")
     ids = [c.get("call_id") for c in got.calls]
     assert ids == ["call_batch_a", "call_batch_b"], f"two_calls: got call_ids {ids!r}, want them in output order"
+    odd = samples.body("tool_call_o1")
+    odd["output"][1].update(call_id=" call spaced ", extra_field={"kept": [1, None]})
+    want_item = json.loads(json.dumps(odd["output"][1]))
+    got = classify.classify_response(odd)
+    assert list(got.calls) == [want_item], f"a call with an unusual call_id and an extra field: got {list(got.calls)!r}, want it unchanged {want_item!r}"
     got = _classify("tool_call_preamble")
     seen = (_kind(got), [c.get("call_id") for c in got.calls])
     assert seen == ("tool_requests", ["call_pre"]), (
@@ -115,6 +191,20 @@ def test_text_and_empty():
         {"type": "output_text", "text": "Deliv"}, {"type": "output_text", "text": "ered."}]})
     got = classify.classify_response(two_parts)
     assert (_kind(got), got.text) == ("text", "Delivered."), f"two output_text parts: got {(_kind(got), got.text)!r}, want ('text', 'Delivered.')"
+    two_messages = _completed(
+        {"type": "message", "status": "completed", "content": [{"type": "output_text", "text": "Your order "}]},
+        {"type": "reasoning", "id": "rs_between", "summary": []},
+        {"type": "message", "status": "completed", "content": [{"type": "output_text", "text": "arrived."}]})
+    got = classify.classify_response(two_messages)
+    assert (_kind(got), got.text) == ("text", "Your order arrived."), (
+        f"two messages with a reasoning item between: got {(_kind(got), got.text)!r}, want ('text', 'Your order arrived.') (every part, joined by '')"
+    )
+    no_status = _completed({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]})
+    got = classify.classify_response(no_status)
+    assert (_kind(got), got.text) == ("text", "ok"), f"a message without a status field: got {(_kind(got), got.text)!r}, want ('text', 'ok')"
+    blank = _completed({"type": "message", "status": "completed", "content": [{"type": "output_text", "text": ""}]})
+    got = classify.classify_response(blank)
+    assert (_kind(got), got.text) == ("text", ""), f"one output_text part with text '': got {(_kind(got), got.text)!r}, want ('text', '')"
     for name, body in [("empty_output (reasoning only)", samples.body("empty_output")),
                        ("no output items", _completed()),
                        ("a message with no content parts", _completed({"type": "message", "status": "completed", "content": []}))]:
@@ -132,6 +222,18 @@ def test_text_and_empty():
         ("status missing", {"output": []}),
         ("output is not a list", {"status": "completed", "output": {}}),
         ("item is not an object", _completed("message")),
+        ("item is null", _completed(None)),
+        ("item without a type", _completed({"id": "x", "content": []})),
+        ("item type null", _completed({"type": None})),
+        ("content part is not an object", _completed({"type": "message", "status": "completed", "content": ["hi"]})),
+        ("content part without a type", _completed({"type": "message", "status": "completed", "content": [{"text": "hi"}]})),
+        ("output_text with a list text", _completed({"type": "message", "status": "completed", "content": [{"type": "output_text", "text": ["hi"]}]})),
+        ("message status incomplete", _completed({"type": "message", "status": "incomplete", "content": []})),
+        ("message content null", _completed({"type": "message", "status": "completed", "content": None})),
+        ("status null", {"status": None, "output": []}),
+        ("status queued", {"status": "queued", "output": []}),
+        ("status Completed", {"status": "Completed", "output": []}),
+        ("status with a blank", {"status": "completed ", "output": []}),
         ("content part output_audio", _completed({"type": "message", "status": "completed", "content": [{"type": "output_audio"}]})),
         ("output_text without a string", _completed({"type": "message", "status": "completed", "content": [{"type": "output_text", "text": None}]})),
         ("message still in progress", _completed({"type": "message", "status": "in_progress", "content": []})),
@@ -149,19 +251,31 @@ def test_unsupported_shapes(case, body):
         ("no call_id", {"call_id": None}),
         ("empty call_id", {"call_id": ""}),
         ("no name", {"name": None}),
+        ("empty name", {"name": ""}),
+        ("name null", {"name": ...}),
+        ("call_id a number", {"call_id": 7}),
+        ("call_id null", {"call_id": ...}),
+        ("no arguments", {"arguments": None}),
+        ("arguments null", {"arguments": ...}),
         ("arguments as an object", {"arguments": {"order_id": "o-1"}}),
         ("empty arguments", {"arguments": ""}),
+        ("second call of a batch with an empty name", "batch"),
     ]],
 )
 def test_invalid_tool_call(case, change):
     got = _classify("invalid_tool_call")
     assert _kind(got) == "invalid_tool_call", f"invalid_tool_call sample: got kind {_kind(got)!r}, want 'invalid_tool_call'"
-    body = samples.body("tool_call_o1")
-    call = body["output"][1]
+    if change == "batch":
+        body = samples.body("two_calls")
+        body["output"][1]["name"] = ""
+        change = {}
+    else:
+        body = samples.body("tool_call_o1")
+    call = body["output"][-1]
     for key, value in change.items():
         if value is None:
             del call[key]
         else:
-            call[key] = value
+            call[key] = None if value is ... else value
     got = classify.classify_response(body)
     assert _kind(got) == "invalid_tool_call", f"function_call with {case}: got kind {_kind(got)!r}, want 'invalid_tool_call'"
