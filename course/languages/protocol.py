@@ -88,6 +88,7 @@ class CaseFinished:
     test_line: str = ""  # the catalog's file:line that failed
     failed_at: str = ""  # which check failed, and how (the hint's signature mark)
     details: str = ""  # the full traceback or log, shown with -v
+    failed_at: str = ""  # which check failed, and how ('test_x.py:41 AssertionError'): kill signatures
     output: str = ""  # what the test printed
     duration: float = 0.0
 
