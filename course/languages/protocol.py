@@ -86,7 +86,6 @@ class CaseFinished:
     message: str = ""  # the short reason: assertion message, exception, timeout
     where: str = ""  # the learner's file:line the failure points at
     test_line: str = ""  # the catalog's file:line that failed
-    failed_at: str = ""  # which check failed, and how (the hint's signature mark)
     details: str = ""  # the full traceback or log, shown with -v
     failed_at: str = ""  # which check failed, and how ('test_x.py:41 AssertionError'): kill signatures
     output: str = ""  # what the test printed
