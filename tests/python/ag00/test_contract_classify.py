@@ -62,7 +62,8 @@ def test_only_200_is_a_reply(status):
         pytest.param("500 with error: null", {"error": None}, 500, ("http_error", None), id="http-error-null"),
         pytest.param("429 with no body", None, 429, ("http_error", None), id="http-body-null"),
         pytest.param("503 with a text body", "upstream timeout", 503, ("http_error", None), id="http-body-text"),
-        pytest.param("error.code null", {"error": {"code": None, "message": "x"}}, 500, ("http_error", None), id="http-code-null"),
+        pytest.param("error.code null", {"error": {"code": None, "message": "x", "type": "server_error"}}, 500, ("http_error", None), id="http-code-null"),
+        pytest.param("error without a code", {"error": {"message": "x", "type": "invalid_request_error"}}, 400, ("http_error", None), id="http-no-code"),
         pytest.param("failed with error: null", {"status": "failed", "output": [], "error": None}, 200, ("failed", None), id="failed-error-null"),
         pytest.param("failed with no error", {"status": "failed", "output": []}, 200, ("failed", None), id="failed-no-error"),
         pytest.param("incomplete with incomplete_details: null", {"status": "incomplete", "output": [], "incomplete_details": None},
@@ -109,7 +110,8 @@ def test_failed_and_cancelled():
     seen = (_kind(got), got.reason)
     assert seen == ("failed", "server_error"), f"failed sample: got (kind, reason) {seen!r}, want ('failed', 'server_error')"
     got = _classify("cancelled")
-    assert _kind(got) == "cancelled", f"cancelled sample: got kind {_kind(got)!r}, want 'cancelled'"
+    seen = (_kind(got), got.reason, got.retryable)
+    assert seen == ("cancelled", None, False), f"cancelled sample: got (kind, reason, retryable) {seen!r}, want ('cancelled', None, False)"
 
 
 def test_refusal_not_text():
@@ -123,6 +125,10 @@ def test_refusal_not_text():
     ]})
     got = classify.classify_response(mixed)
     assert _kind(got) == "refused", f"text then a refusal in one message: got kind {_kind(got)!r}, want 'refused'"
+    bare = _completed({"type": "message", "status": "completed", "content": [{"type": "refusal"}]})
+    got = classify.classify_response(bare)
+    seen = (_kind(got), got.reason)
+    assert seen == ("refused", None), f"a refusal part without its refusal text: got (kind, reason) {seen!r}, want ('refused', None)"
 
 
 def _refusal_items(case):
@@ -153,6 +159,19 @@ def test_refusal_and_incomplete_apart():
     assert _kind(filtered) == "incomplete", (
         f"stopped by content_filter: got kind {_kind(filtered)!r}, want 'incomplete' (a filter stop is not a refusal)"
     )
+    cut_call = samples.body("tool_call_o1")
+    cut_call.update(status="incomplete", incomplete_details={"reason": "max_output_tokens"})
+    got = classify.classify_response(cut_call)
+    assert (_kind(got), got.calls) == ("incomplete", ()), (
+        f"an incomplete reply holding a complete-looking function_call: got (kind, calls) {(_kind(got), got.calls)!r}, "
+        "want ('incomplete', ()) (nothing from a cut reply is acted on)"
+    )
+    failed_text = samples.body("answer_o1")
+    failed_text.update(status="failed", error={"code": "server_error"})
+    got = classify.classify_response(failed_text)
+    assert (_kind(got), got.reason, got.text) == ("failed", "server_error", ""), (
+        f"a failed reply holding text: got (kind, reason, text) {(_kind(got), got.reason, got.text)!r}, want ('failed', 'server_error', '')"
+    )
     refused = _classify("refusal")
     assert (_kind(refused), refused.reason) != (_kind(filtered), filtered.reason), (
         f"a refusal and a filtered stop must differ: both gave {(_kind(refused), refused.reason)!r}"
@@ -176,6 +195,19 @@ def test_tool_requests():
     want_item = json.loads(json.dumps(odd["output"][1]))
     got = classify.classify_response(odd)
     assert list(got.calls) == [want_item], f"a call with an unusual call_id and an extra field: got {list(got.calls)!r}, want it unchanged {want_item!r}"
+    other = samples.body("tool_call_o1")
+    other["output"][1]["name"] = "update_order"
+    got = classify.classify_response(other)
+    seen = (_kind(got), [c.get("name") for c in got.calls])
+    assert seen == ("tool_requests", ["update_order"]), (
+        f"a well-formed call to a tool we never registered: got {seen!r}, want ('tool_requests', ['update_order']) "
+        "(the classifier reads shapes; execute_call refuses unknown tools)"
+    )
+    bare = samples.body("tool_call_o1")
+    del bare["output"][1]["status"]
+    got = classify.classify_response(bare)
+    seen = (_kind(got), [c.get("call_id") for c in got.calls])
+    assert seen == ("tool_requests", ["call_o1"]), f"a function_call without a status field: got {seen!r}, want ('tool_requests', ['call_o1'])"
     got = _classify("tool_call_preamble")
     seen = (_kind(got), [c.get("call_id") for c in got.calls])
     assert seen == ("tool_requests", ["call_pre"]), (
@@ -199,12 +231,21 @@ def test_text_and_empty():
     assert (_kind(got), got.text) == ("text", "Your order arrived."), (
         f"two messages with a reasoning item between: got {(_kind(got), got.text)!r}, want ('text', 'Your order arrived.') (every part, joined by '')"
     )
+    padded = _completed({"type": "message", "status": "completed", "content": [{"type": "output_text", "text": "  Delivered.\n"}]})
+    got = classify.classify_response(padded)
+    assert (_kind(got), got.text) == ("text", "  Delivered.\n"), f"text with blanks around it: got {(_kind(got), got.text)!r}, want ('text', '  Delivered.\\n') (kept exactly)"
     no_status = _completed({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]})
     got = classify.classify_response(no_status)
     assert (_kind(got), got.text) == ("text", "ok"), f"a message without a status field: got {(_kind(got), got.text)!r}, want ('text', 'ok')"
     blank = _completed({"type": "message", "status": "completed", "content": [{"type": "output_text", "text": ""}]})
     got = classify.classify_response(blank)
     assert (_kind(got), got.text) == ("text", ""), f"one output_text part with text '': got {(_kind(got), got.text)!r}, want ('text', '')"
+    summary = {"type": "reasoning", "id": "rs_sum", "summary": [{"type": "summary_text", "text": "Thinking about o-1."}]}
+    got = classify.classify_response(_completed(summary))
+    assert (_kind(got), got.text) == ("empty", ""), f"a reasoning item with a summary, nothing else: got {(_kind(got), got.text)!r}, want ('empty', '') (reasoning is never read)"
+    with_text = _completed(summary, {"type": "message", "status": "completed", "content": [{"type": "output_text", "text": "Delivered."}]})
+    got = classify.classify_response(with_text)
+    assert (_kind(got), got.text) == ("text", "Delivered."), f"a reasoning summary, then a message: got {(_kind(got), got.text)!r}, want ('text', 'Delivered.')"
     for name, body in [("empty_output (reasoning only)", samples.body("empty_output")),
                        ("no output items", _completed()),
                        ("a message with no content parts", _completed({"type": "message", "status": "completed", "content": []}))]:
@@ -229,6 +270,8 @@ def test_text_and_empty():
         ("content part without a type", _completed({"type": "message", "status": "completed", "content": [{"text": "hi"}]})),
         ("output_text with a list text", _completed({"type": "message", "status": "completed", "content": [{"type": "output_text", "text": ["hi"]}]})),
         ("message status incomplete", _completed({"type": "message", "status": "incomplete", "content": []})),
+        ("a refusal in a message still in progress", _completed({"type": "message", "status": "in_progress", "content": [{"type": "refusal", "refusal": "no"}]})),
+        ("a refusal in content that is not a list", _completed({"type": "message", "status": "completed", "content": {"type": "refusal", "refusal": "no"}})),
         ("message content null", _completed({"type": "message", "status": "completed", "content": None})),
         ("status null", {"status": None, "output": []}),
         ("status queued", {"status": "queued", "output": []}),

@@ -66,7 +66,7 @@ def test_next_input_keeps_output_items(case):
         reply = _preamble_reply() if case == "reasoning-preamble-call" else samples.sample("two_calls")
         replies = [reply, samples.sample("answer_o1")]
         want_tail = reply["body"]["output"] + [_result(c["call_id"]) for c in reply["body"]["output"] if c.get("type") == "function_call"]
-    outcome, script = _run(*replies, max_calls=3)
+    outcome, script = _run(*replies, max_calls=2 if case == "two-calls" else 3)  # two-calls spends the whole budget
     assert len(script.requests) == len(replies), f"model calls: got {len(script.requests)}, want {len(replies)}"
     last = script.requests[-1]
     original = samples.base_request()
@@ -125,6 +125,25 @@ def test_near_miss_answers_unverified(case, answer):
     got = (outcome.status, outcome.answer)
     want = ("unverified_answer", answer)
     assert got == want, f"answer text {text!r} ({case}) after reading o-1: got (status, answer) {got!r}, want {want!r}"
+
+
+@pytest.mark.parametrize(
+    "case, text",
+    [pytest.param(case, text, id=case) for case, text in [
+        ("in a markdown code fence", "```json\n" + json.dumps(RECEIPT_O1) + "\n```"),
+        ("a sentence before it", "Here it is: " + json.dumps(RECEIPT_O1)),
+        ("a sentence after it", json.dumps(RECEIPT_O1) + " Anything else?"),
+        ("two copies", json.dumps(RECEIPT_O1) + json.dumps(RECEIPT_O1)),
+        ("in single quotes", str(RECEIPT_O1)),
+    ]],
+)
+def test_answer_text_must_be_json(case, text):
+    outcome, _ = _run(samples.sample("tool_call_o1"), samples.answer(text))
+    got = (outcome.status, outcome.answer)
+    assert got == ("unverified_answer", None), (
+        f"answer text {text!r} ({case}): got (status, answer) {got!r}, want ('unverified_answer', None); "
+        "the whole text must be JSON: nothing is dug out of prose or code fences"
+    )
 
 
 @pytest.mark.parametrize(
@@ -192,6 +211,25 @@ def test_sent_requests_are_snapshots(case):
     assert given == samples.base_request(), f"{case}: run_loop changed the request it was given: it is now {given!r}"
 
 
+@pytest.mark.parametrize(
+    "case, name, arguments, reason",
+    [
+        pytest.param("a call to update_order", "update_order", {"order_id": "o-1"}, "unknown_tool", id="unknown-tool"),
+        pytest.param("a call with a tenant in its arguments", "read_order", {"order_id": "o-1", "tenant": "shop-a"}, "invalid_arguments",
+                     id="identity-field"),
+        pytest.param("a call for an unknown order", "read_order", {"order_id": "o-404"}, "permission_denied", id="unknown-order"),
+    ],
+)
+def test_loop_stops_on_each_denial(case, name, arguments, reason):
+    reply = samples.tool_call("call_d")
+    reply["body"]["output"][-1].update(name=name, arguments=json.dumps(arguments))
+    outcome, script = _run(reply, samples.sample("answer_o1"))
+    got = _summary(outcome, script)
+    want = {"status": reason, "calls": 1, "results": [], "model_calls": 1}
+    assert got == want, f"{case}: got {got!r}, want {want!r} (the denial reason is the run's status)"
+    assert outcome.denial == {"error": reason}, f"{case}: outcome.denial got {outcome.denial!r}, want {{'error': {reason!r}}}"
+
+
 def test_loop_uses_given_principal():
     owner_b = orders.Principal(tenant="shop-b", user="u-2")
     receipt_o2 = {"order_id": "o-2", "status": "processing", "source": "read_order"}
@@ -236,6 +274,10 @@ def test_budget_exhausted_after_allowed_calls():
     got = _summary(outcome, script)
     want = {"status": "budget_exhausted", "calls": 2, "results": ["call_1", "call_2"], "model_calls": 3}
     assert got == want, f"a model that asks again and again, max_calls=2: got {got!r}, want {want!r}"
+    outcome, script = _run(samples.tool_call("call_1"), samples.sample("answer_o1"), max_calls=0)
+    got = _summary(outcome, script)
+    want = {"status": "budget_exhausted", "calls": 0, "results": [], "model_calls": 1}
+    assert got == want, f"max_calls=0 and one call asked for: got {got!r}, want {want!r} (0 allows no call; it is not 'no limit')"
     outcome, script = _run(samples.tool_call("call_1"), samples.tool_call("call_2"), samples.sample("answer_o1"),
                            max_turns=6, max_calls=2)
     got = _summary(outcome, script)
@@ -270,6 +312,8 @@ def test_oversized_batch_executes_nothing(case, replies, max_calls, want):
                      {"status": "duplicate_call_id", "calls": 0, "results": [], "model_calls": 1}, id="x-y-x-in-batch"),
         pytest.param("two calls sharing call_dup with max_calls=1 (ids are checked before the budget)", ["duplicate_call_ids"], 1,
                      {"status": "duplicate_call_id", "calls": 0, "results": [], "model_calls": 1}, id="before-budget"),
+        pytest.param("call_a and call_A in one batch are two ids (compared exactly)", [[("call_a", "o-1"), ("call_A", "o-1")], "answer_o1"], 5,
+                     {"status": "answer_ready", "calls": 2, "results": ["call_a", "call_A"], "model_calls": 2}, id="ids-differ-in-case"),
         pytest.param("turn 2 reuses turn 1's call_same", ["call_same", "call_same", "answer_o1"], 5,
                      {"status": "duplicate_call_id", "calls": 1, "results": ["call_same"], "model_calls": 2}, id="next-turn"),
         pytest.param("turn 3 reuses turn 1's call_one", ["call_one", "call_two", "call_one"], 5,
@@ -299,6 +343,11 @@ def test_turn_limit():
     got = _summary(outcome, script)
     want = {"status": "turn_limit", "calls": 2, "results": ["call_1", "call_2"], "model_calls": 2}
     assert got == want, f"tool calls every turn, max_turns=2 and max_calls=2 (both used up): got {got!r}, want {want!r} (no call was refused)"
+    outcome, script = _run(samples.sample("answer_o1"), max_turns=0)
+    got = _summary(outcome, script)
+    want = {"status": "turn_limit", "calls": 0, "results": [], "model_calls": 0}
+    assert got == want, f"max_turns=0: got {got!r}, want {want!r} (no model call at all)"
+    assert outcome.verdict is None, f"max_turns=0: outcome.verdict got {outcome.verdict!r}, want None (nothing was classified)"
     outcome, script = _run(samples.tool_call("call_1"), samples.tool_call("call_2"), samples.sample("answer_o1"),
                            max_turns=3, max_calls=10)
     got = _summary(outcome, script)
@@ -349,6 +398,8 @@ def test_loop_stops_on_terminal_kinds(name, want_status, want_reason, want_retry
     got = _summary(outcome, script)
     want = {"status": want_status, "calls": 0, "results": [], "model_calls": 1}
     assert got == want, f"{name}: got {got!r}, want {want!r} (stop at once, nothing executed, no retry here)"
+    steps = [(s.turn, s.kind, list(s.executed)) for s in outcome.steps]
+    assert steps == [(1, want_status, [])], f"{name}: steps (turn, kind, executed): got {steps!r}, want [(1, {want_status!r}, [])]"
     verdict = outcome.verdict
     assert verdict is not None, f"{name}: outcome.verdict is None, want the classification of the reply"
     assert verdict.retryable is want_retryable, f"{name}: outcome.verdict.retryable: got {verdict.retryable!r}, want {want_retryable!r}"

@@ -158,9 +158,10 @@ def test_other_user_denied():
 
 @pytest.mark.parametrize(
     "order_id",
-    ["o-404", "O-1", " o-1", "o-1 ", "o-1\n", "   ", "o-01", "o-\uff11", "o-\u0661", "o\u20111", "\uff4f-1"],
+    ["o-404", "O-1", " o-1", "o-1 ", "o-1\n", "   ", "o-01", "o-\uff11", "o-\u0661", "o\u20111", "\uff4f-1", "o-" + "9" * 200,
+     "o-1" + "\u200b"],
     ids=["o-404", "upper-case", "leading-blank", "trailing-blank", "newline", "blanks", "o-01", "fullwidth-digit",
-         "arabic-indic-digit", "non-breaking-hyphen", "fullwidth-letter"],
+         "arabic-indic-digit", "non-breaking-hyphen", "fullwidth-letter", "long-id", "zero-width-space"],
 )
 def test_unknown_order_denied(order_id):
     got = _run(_call({"order_id": order_id}))
@@ -206,3 +207,8 @@ def test_receipt_is_a_copy():
     want = {"order_id": "o-1", "status": "delivered", "source": "read_order"}
     assert second.payload == want, f"a second read of o-1 after editing the first receipt: got {second.payload!r}, want {want!r}"
     assert orders.ORDERS == before, f"reading (and editing a receipt) changed orders.ORDERS: got {orders.ORDERS!r}, want {before!r}"
+    denial = orders.execute_call(_call({"order_id": "o-3"}), ME)
+    denial.payload["error"] = "edited"
+    denial.payload["status"] = "returned"
+    again = orders.execute_call(_call({"order_id": "o-404"}), ME).payload
+    assert again == {"error": "permission_denied"}, f"a denial after editing an earlier denial's payload: got {again!r}, want {{'error': 'permission_denied'}} (each result is a new dict)"

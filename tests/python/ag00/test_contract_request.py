@@ -51,16 +51,22 @@ def test_request_shape():
     assert got["input"][1]["content"] == QUESTION, f"user message: got {got['input'][1]['content']!r}, want {QUESTION!r}"
     tools = [_schema_view(t) for t in got["tools"]]
     assert tools == [STRICT_TOOL], f"tools: got {tools!r}, want exactly one strict read_order tool {STRICT_TOOL!r}"
+    assert got["tools"] == [orders.READ_ORDER_TOOL], (
+        f"tools: got {got['tools']!r}, want a copy of orders.READ_ORDER_TOOL equal to it in every field, descriptions included"
+    )
     assert got["max_output_tokens"] == 500, f"max_output_tokens: got {got['max_output_tokens']!r}, want 500 (the default budget)"
     assert json.loads(json.dumps(got)) == got, "the request must be plain JSON (dicts, lists, strings, numbers)"
 
 
 def test_request_keeps_the_question_as_given():
-    for question in (QUESTION, "  Where is o-1?\n", "Où est ma commande o-1 ?"):
+    for question in (QUESTION, "  Where is o-1?\n", "Où est ma commande o-1 ?", "Where is o-1? " * 800):
         got = request.build_request(question, model="sample-model")
         user = got["input"][-1]
         want = {"role": "user", "content": question}
-        assert user == want, f"the user message for question {question!r}: got {user!r}, want {want!r} (sent exactly as given)"
+        assert user == want, f"the user message for question {question[:60]!r}: got {user!r:.200}, want {want!r:.200} (sent exactly as given)"
+    for model in ("ft:gpt-4o-mini:acme::abc123", "org/model_v2", "m", "model with spaces inside"):
+        got = request.build_request(QUESTION, model=model)["model"]
+        assert got == model, f"model {model!r}: the request holds {got!r}, want it as given (any non-blank text is a model id)"
 
 
 def _edit_tool_schema(built):
@@ -105,9 +111,13 @@ def test_request_messages_are_new():
         ("   ", "sample-model", 500),
         ("\n\t ", "sample-model", 500),
         (None, "sample-model", 500),
+        (QUESTION, 123, 500),
+        (QUESTION, ["sample-model"], 500),
+        (42, "sample-model", 500),
+        ({"text": QUESTION}, "sample-model", 500),
     ],
     ids=["empty-model", "blank-model", "tab-newline-model", "no-model", "empty-question", "blank-question",
-         "tab-newline-question", "no-question"],
+         "tab-newline-question", "no-question", "number-model", "list-model", "number-question", "object-question"],
 )
 def test_request_rejects_blank_text(question, model, budget):
     try:

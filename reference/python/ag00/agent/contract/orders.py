@@ -98,15 +98,16 @@ def execute_call(call: dict[str, Any], principal: Principal) -> ToolResult:
        non-empty string: reason ``INVALID_ARGUMENTS``. Extra keys are refused, not ignored, even
        a ``"tenant"`` or ``"user"`` equal to the principal's: identity comes from ``principal``
        alone.
-    3. The order id is not a key of ``ORDERS`` exactly as written (no trimming, no case folding,
-       no Unicode normalisation: ``"O-1"``, ``" o-1"`` and ``"o-１"`` are unknown), or the
+    3. The order id, of any length, is not a key of ``ORDERS`` exactly as written (no trimming,
+       no case folding, no Unicode normalisation: ``"O-1"``, ``" o-1"`` and ``"o-１"`` are unknown), or the
        order's ``tenant`` or its ``user`` differs from the principal's (compared exactly):
        reason ``PERMISSION_DENIED``. Unknown and foreign orders get the same answer, and the
        payload holds no order field.
 
     Otherwise return ``ToolResult(payload={"order_id": ..., "status": ..., "source": TOOL_NAME})``
     with ``denied`` left as None: a new dict, so that neither reading nor editing a receipt ever
-    changes ``ORDERS``. The ``call`` item itself is never changed.
+    changes ``ORDERS``. Every payload, a denial's too, is a new dict: editing one result never
+    changes another. The ``call`` item itself is never changed.
     """
     if call.get("name") != TOOL_NAME:
         return _deny(UNKNOWN_TOOL)
