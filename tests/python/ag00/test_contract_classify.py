@@ -1,6 +1,7 @@
 """Catalog: classifying one reply (agent/contract/classify.py)."""
 
 import json
+import random
 
 import pytest
 
@@ -64,6 +65,8 @@ def test_only_200_is_a_reply(status):
         pytest.param("503 with a text body", "upstream timeout", 503, ("http_error", None), id="http-body-text"),
         pytest.param("error.code null", {"error": {"code": None, "message": "x", "type": "server_error"}}, 500, ("http_error", None), id="http-code-null"),
         pytest.param("error without a code", {"error": {"message": "x", "type": "invalid_request_error"}}, 400, ("http_error", None), id="http-no-code"),
+        pytest.param("a code outside error", {"code": "rate_limit_exceeded", "message": "x"}, 429, ("http_error", None), id="http-top-level-code"),
+        pytest.param("error null beside a code", {"error": None, "code": "server_error"}, 500, ("http_error", None), id="http-error-null-top-code"),
         pytest.param("failed with error: null", {"status": "failed", "output": [], "error": None}, 200, ("failed", None), id="failed-error-null"),
         pytest.param("failed with no error", {"status": "failed", "output": []}, 200, ("failed", None), id="failed-no-error"),
         pytest.param("incomplete with incomplete_details: null", {"status": "incomplete", "output": [], "incomplete_details": None},
@@ -240,6 +243,9 @@ def test_text_and_empty():
     blank = _completed({"type": "message", "status": "completed", "content": [{"type": "output_text", "text": ""}]})
     got = classify.classify_response(blank)
     assert (_kind(got), got.text) == ("text", ""), f"one output_text part with text '': got {(_kind(got), got.text)!r}, want ('text', '')"
+    no_id = _completed({"type": "reasoning"}, {"type": "message", "content": [{"type": "output_text", "text": "ok"}]})
+    got = classify.classify_response(no_id)
+    assert (_kind(got), got.text) == ("text", "ok"), f"a reasoning item with no id or summary, then a message: got {(_kind(got), got.text)!r}, want ('text', 'ok')"
     summary = {"type": "reasoning", "id": "rs_sum", "summary": [{"type": "summary_text", "text": "Thinking about o-1."}]}
     got = classify.classify_response(_completed(summary))
     assert (_kind(got), got.text) == ("empty", ""), f"a reasoning item with a summary, nothing else: got {(_kind(got), got.text)!r}, want ('empty', '') (reasoning is never read)"
@@ -322,3 +328,57 @@ def test_invalid_tool_call(case, change):
             call[key] = None if value is ... else value
     got = classify.classify_response(body)
     assert _kind(got) == "invalid_tool_call", f"function_call with {case}: got kind {_kind(got)!r}, want 'invalid_tool_call'"
+
+
+@pytest.mark.parametrize("band", ["1xx", "2xx", "3xx", "4xx", "5xx", "6xx"])
+def test_every_status_classified(band):
+    first = int(band[0]) * 100
+    wrong = []
+    for status in range(first, first + 100):
+        got = classify.classify_response(samples.body("answer_o1"), status)
+        seen = (_kind(got), got.retryable)
+        want = ("text", False) if status == 200 else ("http_error", status == 429 or 500 <= status <= 599)
+        if seen != want or classify.is_retryable(status) is not want[1]:
+            wrong.append(f"{status}: got (kind, retryable) {seen!r}, is_retryable {classify.is_retryable(status)!r}; want {want!r}")
+    assert not wrong, f"statuses {band} with a completed text body, {len(wrong)} wrong:\n" + "\n".join(wrong[:8])
+
+
+def _decisive_case(rng):
+    """A random output and the verdict the chapter's rules give for it: the walk stops at the first
+    refusal, invalid call or unsupported item; otherwise calls, then text, then empty."""
+    call = samples.body("tool_call_o1")["output"][1]
+    pieces = {
+        "reasoning": ({"type": "reasoning", "id": "rs_g", "summary": []}, None),
+        "text": ({"type": "message", "status": "completed", "content": [{"type": "output_text", "text": "t"}]}, None),
+        "call": (call, None),
+        "refusal": ({"type": "message", "status": "completed", "content": [{"type": "refusal", "refusal": "no"}]}, "refused"),
+        "bad call": ({**call, "call_id": ""}, "invalid_tool_call"),
+        "unknown item": ({"type": "file_search_call", "id": "fs_g"}, "unsupported"),
+        "bad part": ({"type": "message", "status": "completed", "content": [{"type": "output_image"}]}, "unsupported"),
+    }
+    names = [rng.choice(list(pieces)) for _ in range(rng.randrange(1, 6))]
+    items, want = [], None
+    for n, name in enumerate(names):
+        item, decides = pieces[name]
+        item = json.loads(json.dumps(item))
+        if name == "call":
+            item["call_id"] = item["id"] = f"call_g{n}"
+        items.append(item)
+        if decides and want is None:
+            want = decides
+    if want is None:
+        want = "tool_requests" if "call" in names else "text" if "text" in names else "empty"
+    return names, items, want
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_first_decisive_item_wins(seed):
+    rng = random.Random(seed)
+    wrong = []
+    for _ in range(40):
+        names, items, want = _decisive_case(rng)
+        got = classify.classify_response(_completed(*items))
+        if _kind(got) != want:
+            wrong.append(f"items {names}: got {_kind(got)!r}, want {want!r}")
+    assert not wrong, (f"{len(wrong)} generated outputs misread (the first refusal, bad call or unknown shape decides; "
+                       "else calls, then text, then empty):\n" + "\n".join(wrong[:8]))

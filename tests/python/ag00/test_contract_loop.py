@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+import ag00_generated as generated
 import ag00_samples as samples
 from agent.contract import loop, orders
 
@@ -423,3 +424,23 @@ def test_loop_defaults():
     got = _summary(outcome, script)
     want = {"status": "turn_limit", "calls": 3, "results": ["call_1", "call_2", "call_3"], "model_calls": 3}
     assert got == want, f"run_loop with max_calls=9 and the default max_turns=3: got {got!r}, want {want!r}"
+
+
+def test_generated_near_receipts_unverified():
+    wrong = []
+    for answer in generated.receipt_near_misses(3, 40):
+        outcome, _ = _run(samples.sample("tool_call_o1"), samples.answer(json.dumps(answer)))
+        if (outcome.status, outcome.answer) != ("unverified_answer", answer):
+            wrong.append(f"answer {json.dumps(answer)}: got (status, answer) {(outcome.status, outcome.answer)!r}")
+    assert not wrong, (f"after reading o-1, {len(wrong)} answers that are close to the receipt but not equal to it "
+                       "were not unverified_answer (with the parsed answer kept):\n" + "\n".join(wrong[:8]))
+
+
+def test_generated_receipt_rewritings_accepted():
+    wrong = []
+    for text in generated.receipt_texts(5, 40):
+        outcome, _ = _run(samples.sample("tool_call_o1"), samples.answer(text))
+        if (outcome.status, outcome.answer) != ("answer_ready", RECEIPT_O1):
+            wrong.append(f"answer text {text!r}: got (status, answer) {(outcome.status, outcome.answer)!r}")
+    assert not wrong, (f"{len(wrong)} ways of writing the o-1 receipt as JSON were not answer_ready "
+                       "(compare parsed values, not text):\n" + "\n".join(wrong[:8]))

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+import ag00_generated as generated
 from agent.contract import orders
 
 ME = orders.Principal(tenant="shop-a", user="u-1")
@@ -212,3 +213,36 @@ def test_receipt_is_a_copy():
     denial.payload["status"] = "returned"
     again = orders.execute_call(_call({"order_id": "o-404"}), ME).payload
     assert again == {"error": "permission_denied"}, f"a denial after editing an earlier denial's payload: got {again!r}, want {{'error': 'permission_denied'}} (each result is a new dict)"
+
+
+@pytest.mark.parametrize("field", ["order_id", "tenant", "user"])
+def test_near_identities_denied(field):
+    wrong = []
+    for near in generated.near_strings(sum(map(ord, field)), {"order_id": "o-1", "tenant": "shop-a", "user": "u-1"}[field], 60):
+        if field == "order_id":
+            if not near:
+                continue  # an empty id is invalid_arguments, a different rule
+            got = _run(_call({"order_id": near}))
+        else:
+            who = {"tenant": "shop-a", "user": "u-1", field: near}
+            got = _run(_call({"order_id": "o-1"}), orders.Principal(**who))
+        if got != ("permission_denied", {"error": "permission_denied"}):
+            wrong.append(f"{field} {near!r}: got {got!r}")
+    assert not wrong, (f"o-1 belongs to shop-a/u-1 exactly; {len(wrong)} near misses of its {field} were not "
+                       "permission_denied with payload {'error': 'permission_denied'}:\n" + "\n".join(wrong[:8]))
+
+
+@pytest.mark.parametrize("what", ["tool-name", "arguments"])
+def test_near_calls_refused(what):
+    wrong = []
+    if what == "tool-name":
+        for name in generated.near_strings(7, "read_order", 60):
+            got = _run(_call({"order_id": "o-1"}, name=name))
+            if got != ("unknown_tool", {"error": "unknown_tool"}):
+                wrong.append(f"name {name!r}: got {got!r}")
+    else:
+        for value in generated.json_values(11, 60):
+            got = _run(_call(json.dumps(value)))
+            if got != ("invalid_arguments", {"error": "invalid_arguments"}):
+                wrong.append(f"arguments {json.dumps(value)}: got {got!r}")
+    assert not wrong, f"{len(wrong)} generated calls ({what}) not refused as they should be:\n" + "\n".join(wrong[:8])

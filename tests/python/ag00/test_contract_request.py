@@ -64,7 +64,7 @@ def test_request_keeps_the_question_as_given():
         user = got["input"][-1]
         want = {"role": "user", "content": question}
         assert user == want, f"the user message for question {question[:60]!r}: got {user!r:.200}, want {want!r:.200} (sent exactly as given)"
-    for model in ("ft:gpt-4o-mini:acme::abc123", "org/model_v2", "m", "model with spaces inside"):
+    for model in ("ft:gpt-4o-mini:acme::abc123", "org/model_v2", "m", "model with spaces inside", " sample-model "):
         got = request.build_request(QUESTION, model=model)["model"]
         assert got == model, f"model {model!r}: the request holds {got!r}, want it as given (any non-blank text is a model id)"
 

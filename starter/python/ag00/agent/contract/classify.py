@@ -53,7 +53,7 @@ def classify_response(body: Any, http_status: int = 200) -> Verdict:
     1. ``http_status`` is not exactly 200 (1xx, 201, 204, 3xx and every error alike):
        ``HTTP_ERROR``, whatever the body holds, with ``retryable=is_retryable(http_status)`` and
        ``reason`` = the body's ``error.code`` (None when the body is not an object, or its
-       ``error`` is absent, null or not an object; never another field such as ``type``).
+       ``error`` is absent, null or not an object; never another field such as ``type``, nor a ``code`` outside ``error``).
     2. ``body`` is not a dict: ``UNSUPPORTED``.
     3. ``body["status"]``, compared exactly: ``"incomplete"`` gives ``INCOMPLETE`` with ``reason`` =
        ``incomplete_details.reason`` (None when the details are absent, null or lack a reason),
@@ -74,7 +74,7 @@ def classify_response(body: Any, http_status: int = 200) -> Verdict:
          before it; an
          ``output_text`` part with a string ``text`` is kept; anything else (a part that is not
          an object, or has no type) is ``UNSUPPORTED``.
-       - ``reasoning``: skip it, whatever its summary holds (the loop sends it back, nobody
+       - ``reasoning``: skip it, whatever it holds (an id, a summary, or neither) (the loop sends it back, nobody
          reads it here).
        - anything else, including an item that is not an object or has no type: ``UNSUPPORTED``.
 
