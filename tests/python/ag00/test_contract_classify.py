@@ -76,6 +76,11 @@ def test_only_200_is_a_reply(status):
         pytest.param("incomplete with reason: null", {"status": "incomplete", "output": [], "incomplete_details": {"reason": None}},
                      200, ("incomplete", None), id="incomplete-reason-null"),
         pytest.param("output: null", {"status": "completed", "output": None}, 200, ("unsupported", ANY), id="output-null"),
+        pytest.param("incomplete with no output field", {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}},
+                     200, ("incomplete", "max_output_tokens"), id="incomplete-no-output"),
+        pytest.param("failed with output: null", {"status": "failed", "output": None, "error": {"code": "server_error"}},
+                     200, ("failed", "server_error"), id="failed-output-null"),
+        pytest.param("cancelled with no output field", {"status": "cancelled"}, 200, ("cancelled", None), id="cancelled-no-output"),
         pytest.param("a completed text reply with every optional field null",
                      {**samples.body("answer_o1"), "error": None, "incomplete_details": None, "usage": None}, 200, ("text", None),
                      id="completed-nulls"),
@@ -206,6 +211,15 @@ def test_tool_requests():
         f"a well-formed call to a tool we never registered: got {seen!r}, want ('tool_requests', ['update_order']) "
         "(the classifier reads shapes; execute_call refuses unknown tools)"
     )
+    for field, value in [("status", "in_progress"), ("arguments", "{not json"), ("arguments", "{}")]:
+        odd_call = samples.body("tool_call_o1")
+        odd_call["output"][1][field] = value
+        got = classify.classify_response(odd_call)
+        seen = (_kind(got), [c.get(field) for c in got.calls])
+        assert seen == ("tool_requests", [value]), (
+            f"a function_call with {field} {value!r}: got {seen!r}, want ('tool_requests', [{value!r}]) "
+            "(the classifier reads neither the call's status nor its arguments' content: execute_call judges those)"
+        )
     bare = samples.body("tool_call_o1")
     del bare["output"][1]["status"]
     got = classify.classify_response(bare)

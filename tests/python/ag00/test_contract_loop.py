@@ -171,6 +171,10 @@ def test_answer_prose_kept_as_none():
     outcome, _ = _run(samples.sample("tool_call_o1"), samples.sample("answer_prose"))
     got = (outcome.status, outcome.answer)
     assert got == ("unverified_answer", None), f"a prose answer: got (status, answer) {got!r}, want ('unverified_answer', None)"
+    for text in ("", "   "):
+        outcome, _ = _run(samples.sample("tool_call_o1"), samples.answer(text))
+        got = (outcome.status, outcome.answer)
+        assert got == ("unverified_answer", None), f"an answer text {text!r}: got (status, answer) {got!r}, want ('unverified_answer', None) (still a text reply)"
 
 
 def test_runs_are_independent():
@@ -219,11 +223,12 @@ def test_sent_requests_are_snapshots(case):
         pytest.param("a call with a tenant in its arguments", "read_order", {"order_id": "o-1", "tenant": "shop-a"}, "invalid_arguments",
                      id="identity-field"),
         pytest.param("a call for an unknown order", "read_order", {"order_id": "o-404"}, "permission_denied", id="unknown-order"),
+        pytest.param("a call whose arguments are not JSON", "read_order", "{order_id: o-1", "invalid_arguments", id="arguments-not-json"),
     ],
 )
 def test_loop_stops_on_each_denial(case, name, arguments, reason):
     reply = samples.tool_call("call_d")
-    reply["body"]["output"][-1].update(name=name, arguments=json.dumps(arguments))
+    reply["body"]["output"][-1].update(name=name, arguments=arguments if isinstance(arguments, str) else json.dumps(arguments))
     outcome, script = _run(reply, samples.sample("answer_o1"))
     got = _summary(outcome, script)
     want = {"status": reason, "calls": 1, "results": [], "model_calls": 1}

@@ -85,7 +85,7 @@ def run_loop(
        ``verdict = classify_response(reply.body, reply.http_status)``; append
        ``Step(turn, verdict.kind.value)`` to the steps (every turn has its step, the last
        one included, whatever its kind).
-    2. ``TEXT``: parse the whole text as JSON (not JSON, including JSON inside a code fence or
+    2. ``TEXT`` (even an empty text): parse the whole text as JSON (not JSON, including JSON inside a code fence or
        beside a sentence: ``None``) and put it in ``answer``, verified or not. Status ``ANSWER_READY`` when the parsed value equals one of the receipts (the
        payloads of the calls run so far in this run), else ``UNVERIFIED_ANSWER``. Compare parsed
        values, never text: key order and spacing do not matter; a missing or extra key, or a

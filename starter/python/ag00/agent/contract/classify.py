@@ -60,14 +60,16 @@ def classify_response(body: Any, http_status: int = 200) -> Verdict:
        whatever the output holds; ``"failed"`` gives ``FAILED`` with ``reason`` = ``error.code``
        (None when ``error`` is absent or null); ``"cancelled"`` gives ``CANCELLED`` (no reason); anything but
        ``"completed"`` (missing, null, ``"Completed"``, ``"queued"``...) gives ``UNSUPPORTED``.
-       Nothing in the output of such a reply is acted on, not even a complete-looking call.
+       Nothing in the output of such a reply is acted on, not even a complete-looking call, and
+       its output need not even be there.
        Real replies carry ``"error": null`` and ``"incomplete_details": null`` when all went well.
     4. ``body["output"]`` is not a list (null included): ``UNSUPPORTED``. Otherwise walk its items:
 
        - ``function_call``: ``call_id``, ``name`` and ``arguments`` must all be non-empty
          strings (missing, null, a number or an object is not), else return
          ``INVALID_TOOL_CALL``; keep the item itself, unchanged (its own ``status`` field, if
-         any, is not read, and neither is the tool name: ``execute_call`` judges that).
+         any, is not read, and neither are the tool name and whether the arguments parse:
+         ``execute_call`` judges those).
        - ``message``: its ``status`` must be absent or ``"completed"`` and its ``content`` a
          list, else ``UNSUPPORTED`` (checked before any part is read). For each part: a ``refusal`` part returns ``REFUSED`` at
          once with ``reason`` = its ``refusal`` text (None when absent), even when calls came
