@@ -24,25 +24,8 @@ OUTPUT_TOKEN_BUDGET = 500
 
 
 def build_request(question: str, *, model: str, max_output_tokens: int = OUTPUT_TOKEN_BUDGET) -> dict[str, Any]:
-    """The JSON body for ``POST /v1/responses``: model, instructions, question, tool, budget.
-
-    Return a dict with exactly four keys:
-
-    - ``"model"``: ``model``;
-    - ``"input"``: two new messages, in this order:
-      ``{"role": "developer", "content": DEVELOPER_INSTRUCTIONS}`` then
-      ``{"role": "user", "content": question}`` (the question exactly as given, not stripped);
-    - ``"tools"``: a list holding one deep copy of ``READ_ORDER_TOOL`` (``copy.deepcopy``), made
-      for this request: editing any part of a request, however deep, never changes the module's
-      tool or another request;
-    - ``"max_output_tokens"``: ``max_output_tokens``.
-
-    Raise ``ValueError`` when ``model`` or ``question`` is not a string, is empty, or holds only
-    whitespace (spaces, tabs, newlines); any other text is accepted as it is, whatever its
-    length or characters (``"ft:gpt-4o-mini:acme::abc123"`` is a model id); and when ``max_output_tokens`` is not a positive ``int``:
-    0, negative numbers, ``True``/``False``, floats (even ``500.0``), ``"500"`` and ``None`` are not
-    budgets; 1 is the smallest one.
-    """
+    # course: begin build_request
+    """The JSON body for ``POST /v1/responses``: model, instructions, question, tool, budget."""
     if not isinstance(model, str) or not model.strip():
         raise ValueError("model must be a non-empty model id")
     if not isinstance(question, str) or not question.strip():
@@ -60,3 +43,4 @@ def build_request(question: str, *, model: str, max_output_tokens: int = OUTPUT_
         "tools": [copy.deepcopy(READ_ORDER_TOOL)],
         "max_output_tokens": max_output_tokens,
     }
+    # course: end build_request
