@@ -17,9 +17,9 @@
 
     Raise ``ValueError`` when ``model`` or ``question`` is not a string, is empty, or holds only
     whitespace (spaces, tabs, newlines); any other text is accepted as it is, whatever its
-    length or characters (``"ft:gpt-4o-mini:acme::abc123"`` is a model id); and when ``max_output_tokens`` is not a positive ``int``:
-    0, negative numbers, ``True``/``False``, floats (even ``500.0``), ``"500"`` and ``None`` are not
-    budgets; 1 is the smallest one.
+    length or characters (``"ft:gpt-4o-mini:acme::abc123"`` is a model id). Raise it too when
+    ``max_output_tokens`` is not a positive ``int``: 0, negative numbers, ``True``/``False``,
+    floats (even ``500.0``), ``"500"`` and ``None`` are not budgets; 1 is the smallest one.
     """
     raise NotImplementedError("build_request: assemble the request body")
 {% endblock %}
