@@ -49,4 +49,8 @@ def get(language: str) -> Adapter:
         from course.languages.python import PythonAdapter
 
         return PythonAdapter()
+    if language == "go":
+        from course.languages.go import GoAdapter
+
+        return GoAdapter()
     raise UsageError(f"no adapter for language {language!r}")
