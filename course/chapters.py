@@ -11,12 +11,19 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from course import content
-from course.errors import ManifestError, UnknownChapter
+from course.errors import ManifestError, UnknownChapter, UnknownLanguage
 
+# The manifest format this harness reads; a manifest says which one it is written in.
+FORMAT_VERSION = 1
 KINDS = ("unit", "conformance", "boundary", "fault")
+# The fields of a track section every language shares; any other field is the adapter's to read.
+TRACK_FIELDS = ("files", "given", "run", "services", "mutants")
+# Where a catalog entry's rule is stated for the learner: a heading of the chapter's text, or a
+# symbol of a starter file that carries a docstring ("agent/provider/sse.py::EventReader.feed").
+STATED_IN = ("section", "docstring")
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,9 @@ class CatalogEntry:
     kind: str
     checks: str
     why: str
+    weight: float = 1.0  # points the entry is worth when it passes (instructors' gradebooks)
+    task: int = 0  # the task it belongs to (exercism's task_id); 0 for none
+    stated_in: tuple[tuple[str, str], ...] = ()  # (kind, where): ("section", "2.2 Server-sent events")
 
 
 @dataclass(frozen=True)
@@ -48,15 +58,17 @@ class Mutant:
 
 @dataclass(frozen=True)
 class Track:
-    """A chapter in one language: its learner files, importable modules, catalog runner and mutants."""
+    """A chapter in one language: its learner files, demonstration, services and mutants, and the
+    fields only its language's adapter reads (`options`, e.g. Python's `modules`)."""
 
     chapter_id: str
     language: str
     files: tuple[str, ...]
     given: tuple[str, ...] = ()  # files the learner receives as they are in the reference
-    modules: tuple[str, ...] = ()
     run: str = ""
+    services: tuple[str, ...] = ()  # what the harness starts for a run (course.services)
     mutants: tuple[Mutant, ...] = ()
+    options: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def starter(self) -> Path:
@@ -94,10 +106,8 @@ class Chapter:
         try:
             return self.tracks[language]
         except KeyError:
-            from course.errors import UsageError
-
             have = ", ".join(sorted(self.tracks)) or "none"
-            raise UsageError(f"chapter {self.id} has no {language} track (tracks: {have})") from None
+            raise UnknownLanguage(f"chapter {self.id} has no {language} track (tracks: {have})") from None
 
     def pitfall(self, number: int) -> Pitfall | None:
         return next((p for p in self.pitfalls if p.id == number), None)
@@ -140,13 +150,25 @@ def load_folder(folder: Path) -> Chapter:
         raw = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         raise ManifestError(f"chapter {folder.name}: {path.name} is not valid YAML: {exc}") from None
+    check_format(raw, folder.name)
     chapter = parse(raw, where=folder.name, folder=folder)
     if chapter.id != folder.name:
         raise ManifestError(f"chapter {folder.name}: its manifest says id {chapter.id!r}; the folder must be named after the id")
     return chapter
 
 
-class _Fields:
+def check_format(raw: Any, where: str) -> None:
+    """A manifest must say which format it is written in, and it must be the one this course reads."""
+    version = raw.get("format_version") if isinstance(raw, dict) else None
+    if version == FORMAT_VERSION:
+        return
+    said = "has no format_version" if version is None else f"is in format_version {version!r}"
+    newer = isinstance(version, int) and version > FORMAT_VERSION
+    raise ManifestError(f"chapter {where}: its manifest {said}; this course reads format_version {FORMAT_VERSION}"
+                        + ("; upgrade course" if newer else ""))
+
+
+class Fields:
     """Reads one mapping of the manifest, naming chapter, entry and field in any error."""
 
     def __init__(self, raw: Any, where: str) -> None:
@@ -161,7 +183,8 @@ class _Fields:
                 raise ManifestError(f"{self.where}: missing field {name!r}")
             return default
         value = self.raw[name]
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        numeric = kind is int or (isinstance(kind, tuple) and int in kind)
+        if not isinstance(value, kind) or (numeric and isinstance(value, bool)):
             want = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
             raise ManifestError(f"{self.where}: field {name!r} must be {want}, got {value!r}")
         return value
@@ -174,8 +197,19 @@ class _Fields:
         return tuple(values)
 
 
+def _stated_in(f: Fields, name: str) -> tuple[tuple[str, str], ...]:
+    places = []
+    for i, item in enumerate(f.get("stated_in", list, [])):
+        (kind, where), *more = item.items() if isinstance(item, dict) and item else [(None, None)]
+        if more or kind not in STATED_IN or not isinstance(where, str) or not where.strip():
+            raise ManifestError(f"{f.where} ({name}): stated_in item #{i + 1} must be "
+                                f"'section: HEADING' or 'docstring: FILE::NAME', got {item!r}")
+        places.append((kind, where))
+    return tuple(places)
+
+
 def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
-    top = _Fields(raw, f"chapter {where}")
+    top = Fields(raw, f"chapter {where}")
     chapter_id = top.get("id", str)
     where = f"chapter {chapter_id}"
     top.where = where
@@ -187,27 +221,34 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             symptom=f.get("symptom", str, ""),
         )
         for i, item in enumerate(top.get("pitfalls", list, []))
-        for f in [_Fields(item, f"{where}, pitfall #{i + 1}")]
+        for f in [Fields(item, f"{where}, pitfall #{i + 1}")]
     )
     catalog = []
     for i, item in enumerate(top.get("catalog", list)):
-        f = _Fields(item, f"{where}, catalog entry #{i + 1}")
+        f = Fields(item, f"{where}, catalog entry #{i + 1}")
         entry = CatalogEntry(
             name=f.get("name", str),
             kind=f.get("kind", str),
             checks=f.get("checks", str),
             why=f.get("why", str),
+            weight=float(f.get("weight", (int, float), 1)),
+            task=f.get("task", int, 0),
+            stated_in=_stated_in(f, f.get("name", str)),
         )
+        if entry.weight < 0 or entry.weight != entry.weight:
+            raise ManifestError(f"{f.where} ({entry.name}): field 'weight' must be a number of points, 0 or more")
+        if entry.task < 0:
+            raise ManifestError(f"{f.where} ({entry.name}): field 'task' must be a task number, 1 or more")
         if entry.kind not in KINDS:
             raise ManifestError(f"{f.where} ({entry.name}): field 'kind' must be one of {', '.join(KINDS)}")
         catalog.append(entry)
 
     tracks = {}
     for language, body in top.get("tracks", dict).items():
-        f = _Fields(body, f"{where}, track {language}")
+        f = Fields(body, f"{where}, track {language}")
         mutants = []
         for i, item in enumerate(f.get("mutants", list, [])):
-            m = _Fields(item, f"{where}, track {language}, mutant #{i + 1}")
+            m = Fields(item, f"{where}, track {language}, mutant #{i + 1}")
             mutant = Mutant(
                 id=m.get("id", str),
                 pitfall=m.get("pitfall", int),
@@ -226,9 +267,10 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             language=language,
             files=f.strings("files"),
             given=f.strings("given", ()),
-            modules=f.strings("modules", ()),
             run=f.get("run", str, ""),
+            services=f.strings("services", ()),
             mutants=tuple(mutants),
+            options={k: v for k, v in body.items() if k not in TRACK_FIELDS},
         )
 
     return Chapter(

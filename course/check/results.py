@@ -4,10 +4,27 @@ EntryResult per catalog entry (a parametrized test has several cases), in catalo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 from course.chapters import CatalogEntry
 
-PASS, FAIL, ERROR, TIMEOUT, SKIP = "pass", "fail", "error", "timeout", "skip"
+
+class Status(str, Enum):
+    """A test case's verdict. A str, so it compares with and serialises as its plain value."""
+
+    PASS = "pass"
+    FAIL = "fail"  # a wrong result: an assertion, a not-implemented stub
+    ERROR = "error"  # the test could not judge: an unexpected exception, a crash, a missing test
+    TIMEOUT = "timeout"  # stopped at its time limit
+    SKIP = "skip"
+
+    def __str__(self) -> str:
+        return self.value
+
+    __format__ = str.__format__  # f"{status:<8}" pads the value, on every Python
+
+
+PASS, FAIL, ERROR, TIMEOUT, SKIP = Status.PASS, Status.FAIL, Status.ERROR, Status.TIMEOUT, Status.SKIP
 # When an entry's cases disagree, the entry shows the most serious of them.
 _SEVERITY = {PASS: 0, SKIP: 1, FAIL: 2, ERROR: 3, TIMEOUT: 4}
 
@@ -16,7 +33,7 @@ _SEVERITY = {PASS: 0, SKIP: 1, FAIL: 2, ERROR: 3, TIMEOUT: 4}
 class CaseResult:
     entry: str  # the catalog name the case belongs to
     case: str  # the case id within a parametrized test ("" for a plain test)
-    status: str
+    status: Status
     message: str = ""  # the short reason: assertion message, exception, timeout
     where: str = ""  # the learner's file:line the failure points at, when it points into their code
     test_line: str = ""  # the test file:line that failed
@@ -25,13 +42,32 @@ class CaseResult:
     duration: float = 0.0
 
 
+    def __post_init__(self) -> None:
+        self.status = Status(self.status)
+
+
+@dataclass
+class FileCoverage:
+    """What a catalog run executed of one file of the code under test (line numbers from 1)."""
+
+    path: str  # relative to the code's root, as the manifest names it
+    statements: list[int]  # the lines that hold code (excluded lines left out)
+    missing: list[int]  # statements never run
+    branches: int = 0  # possible jumps between lines
+    missing_branches: list[tuple[int, int]] = field(default_factory=list)  # (from, to); to < 0: leaves the function
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing and not self.missing_branches
+
+
 @dataclass
 class RunOutcome:
-    """What a language adapter's catalog run returns."""
+    """What a catalog run returns: its cases in the order they ran, and what stopped it, if anything."""
 
     cases: list[CaseResult] = field(default_factory=list)
     problem: str = ""  # what stopped the run before (or outside) the tests; "" when nothing did
-    bad_selection: bool = False  # the test runner rejected the -k expression
+    coverage: dict[str, FileCoverage] | None = None  # by file, when the run was asked to measure it
 
 
 @dataclass
@@ -42,7 +78,7 @@ class EntryResult:
     missing: bool = False  # the catalog names a test that the test files do not define
 
     @property
-    def status(self) -> str:
+    def status(self) -> Status:
         if self.missing or not self.cases:
             return ERROR
         return max((c.status for c in self.cases), key=_SEVERITY.__getitem__)
@@ -57,6 +93,7 @@ class CheckResult:
     entries: list[EntryResult]
     problem: str = ""  # a failure before any test could run (a learner module that does not import)
     duration: float = 0.0
+    coverage: dict[str, FileCoverage] | None = None  # by file, when asked for
 
     @property
     def passed(self) -> int:
