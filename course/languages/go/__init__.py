@@ -1,8 +1,9 @@
-"""The Go adapter: catalogs are Go test files overlaid on the learner's module, run by `go test`'s
-own machinery (a compiled test binary under test2json), one process per attempt.
+"""The Go adapter: the catalog's Go test files overlaid on the learner's module (`go test -overlay`),
+built once into a test binary, run under test2json one process per worker (see build.py, worker.py).
 
-What the Go catalog needs from the harness reaches it through the environment: COURSE_FIXTURES (the
-chapter's fixtures folder) and COURSE_FAKE_MODEL_URL (a course fake model started for the run).
+Its manifest section needs no field of its own: the track's files include the module's go.mod, and
+the catalog folder is laid out as the module. Catalogs read COURSE_FIXTURES and COURSE_FAKE_MODEL_URL
+from the environment like every other language's.
 """
 
 from __future__ import annotations
@@ -11,68 +12,62 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Callable
+from typing import Mapping
 
-from course import content
 from course.chapters import Track
-from course.check.results import CaseResult, RunOutcome
+from course.check.results import FileCoverage
 from course.errors import UsageError
-from course.languages.go import runner, toolchain
+from course.languages.go import build, coverage, toolchain
+from course.languages.go.worker import Done, Worker
+from course.languages.protocol import Prepared, RunRequest
 
-# Go's initialisms stay upper case in names (golint's list, the ones a catalog is likely to use)
+# Go keeps initialisms upper case in names (golint's list): api_error -> APIError, sse_spec -> SSESpec
 INITIALISMS = {"api", "ascii", "cpu", "css", "dns", "eof", "html", "http", "https", "id", "io", "ip", "json",
                "llm", "rpc", "sql", "sse", "tcp", "tls", "ttl", "udp", "ui", "uid", "uri", "url", "utf8", "uuid", "xml"}
 
 
 class GoAdapter:
     name = "go"
+    exit_call = "os.Exit"
 
     def test_name(self, entry: str) -> str:
         """'api_error_not_retried' -> 'TestAPIErrorNotRetried'."""
         return "Test" + "".join(w.upper() if w in INITIALISMS else w[:1].upper() + w[1:] for w in entry.split("_"))
 
-    def run_catalog(
-        self,
-        track: Track,
-        code_root: Path,
-        names: list[str],
-        *,
-        timeout: float,
-        select: str = "",
-        on_case: Callable[[CaseResult], None] | None = None,
-        scratch: Path | None = None,
-    ) -> RunOutcome:
-        from course import fake_model
+    def prepare(self, request: RunRequest) -> Prepared:
+        tests = [self.test_name(n) for n in request.tests]
+        built, problem = build.build(request.track, request.code_root, tests, request.build_dir,
+                                     env=self._env(request), cover=request.coverage_dir is not None)
+        return Prepared(problem=problem, artifact=built)
 
-        toolchain.find()  # no Go: one line and exit 2, before anything starts
-        chosen = [n for n in names if _selected(select, n, self.test_name(n))]
-        module = module_root(track, code_root)
-        if not (module / "go.mod").is_file():
-            shown = (module / "go.mod").relative_to(code_root) if module.is_relative_to(code_root) else module
-            return RunOutcome(problem=f"{shown} is missing: the Go track's code is a module (`course start` writes one)")
-        if not chosen:
-            return RunOutcome()
-        with fake_model.FakeModel() as fake:
-            spec = runner.RunSpec(
-                module_root=module,
-                display_root=code_root,
-                tests_dir=track.tests,
-                names={self.test_name(n): n for n in chosen},
-                timeout=timeout,
-                env=toolchain.environment({
-                    "COURSE_FIXTURES": str(content.fixtures_dir(track.chapter_id)),
-                    "COURSE_FAKE_MODEL_URL": fake.base_url,
-                }),
-            )
-            return runner.run(spec, on_case)
+    def start(self, request: RunRequest, prepared: Prepared, skip: frozenset[str]) -> Worker | Done:
+        built: build.Built = prepared.artifact
+        # a test any of whose cases was reported ran in an earlier worker: it is not run again
+        done = {key.split("/", 1)[0] for key in skip}
+        names = {self.test_name(n): n for n in request.tests}
+        for package, binary in built.binaries.items():
+            chosen = {t: e for t, e in names.items() if t not in done and built.packages.get(t) == package}
+            if chosen:
+                cover = f"{request.coverage_dir}/cover" if request.coverage_dir else ""
+                return Worker(binary, built.module_root / package, built.module_root, request.code_root, chosen,
+                              self._env(request), shuffle=request.shuffle, cover_profile=cover)
+        return Done()
+
+    def _env(self, request: RunRequest) -> dict[str, str]:
+        return toolchain.environment(dict(request.env))
+
+    def read_coverage(self, request: RunRequest) -> dict[str, FileCoverage]:
+        return coverage.read(request.coverage_dir, build.module_root(request.track, request.code_root),
+                             request.code_root, request.track.files)
 
     def test_sources(self, track: Track) -> dict[str, str]:
-        return {name: source for name, (_, source) in runner.test_functions(track.tests).items()}
+        return {name: source for name, (_, source) in build.test_functions(track.tests).items()}
 
     def catalog_problems(self, track: Track) -> list[str]:
-        """Test files gofmt would change (the catalog is read by learners), and tests defined out of
-        catalog order (cases stream in the order the binary runs them)."""
+        """No go.mod among the track's files; test files gofmt would change (learners read them)."""
         problems = []
+        if not any(f == "go.mod" or f.endswith("/go.mod") for f in track.files):
+            problems.append("the track's files name no go.mod: the Go adapter builds the code as a module")
         gofmt = shutil.which("gofmt")
         files = sorted(str(p) for p in track.tests.rglob("*_test.go"))
         if gofmt and files:
@@ -80,31 +75,20 @@ class GoAdapter:
             problems += [f"{Path(f).name}: not gofmt-formatted" for f in done.stdout.split()]
         return problems
 
-    def run_script(self, track: Track, code_root: Path, script: Path, args: list[str]) -> int:
-        raise UsageError(f"chapter {track.chapter_id} has no Go demonstration to run")
-
-
-def module_root(track: Track, code_root: Path) -> Path:
-    """The folder of the track's go.mod (go/ in a learner's repository)."""
-    mod = next((f for f in track.files if f == "go.mod" or f.endswith("/go.mod")), "go.mod")
-    return code_root / Path(mod).parent
-
-
-_WORD = re.compile(r"\(|\)|\b(?:and|or|not)\b|[^\s()]+")
-
-
-def _selected(expression: str, name: str, go_name: str) -> bool:
-    """-k as pytest reads it, on catalog names: substrings joined by and, or, not and parentheses."""
-    if not expression.strip():
-        return True
-    names = (name.lower(), go_name.lower())
-    out = []
-    for token in _WORD.findall(expression):
-        if token in ("and", "or", "not", "(", ")"):
-            out.append(f" {token} ")
+    def has_docstring(self, source: str, symbol: str) -> bool:
+        """Whether `symbol` ('EventReader.Next', 'Delay', '' for the package) has a doc comment."""
+        if not symbol:
+            pattern = r"(?m)^//[^\n]*\n(?://[^\n]*\n)*package \w+"
+        elif "." in symbol:
+            receiver, method = symbol.split(".", 1)
+            pattern = rf"(?m)^//[^\n]*\nfunc \(\w* ?\*?{re.escape(receiver)}\) {re.escape(method)}\("
         else:
-            out.append(str(any(token.lower() in n for n in names)))
-    try:
-        return bool(eval("".join(out), {"__builtins__": {}}, {}))  # noqa: S307 - only True/False/and/or/not
-    except SyntaxError:
-        raise UsageError(f"-k {expression!r} is not a valid test selection") from None
+            name = re.escape(symbol)
+            pattern = rf"(?m)^//[^\n]*\n(?:func {name}\(|type {name}\b|var {name}\b|const {name}\b)"
+        return re.search(pattern, source) is not None
+
+    def exclusion_problems(self, track: Track) -> list[str]:
+        return []  # Go has no way to leave lines out of its coverage
+
+    def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str]) -> int:
+        raise UsageError(f"chapter {track.chapter_id} has no Go demonstration to run")

@@ -10,14 +10,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from course.errors import UsageError
+from course.errors import ToolMissing
 
 MINIMUM = (1, 22)
 INSTALL = "install Go 1.22 or newer from https://go.dev/dl/ and put its bin folder on PATH"
-
-
-class GoUnavailable(UsageError):
-    """No usable Go toolchain: the Go track cannot run (the Python track is unaffected)."""
 
 
 @dataclass(frozen=True)
@@ -44,20 +40,20 @@ def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
 def find() -> Toolchain:
     go = shutil.which("go")
     if go is None:
-        raise GoUnavailable(f"the Go track needs Go, and there is no `go` on PATH: {INSTALL}")
+        raise ToolMissing(f"the Go track needs Go, and there is no `go` on PATH: {INSTALL}")
     try:
         done = subprocess.run([go, "env", "GOVERSION", "GOTOOLDIR"], capture_output=True, text=True,
                               env=environment(), timeout=120, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise GoUnavailable(f"`{go} env` did not answer ({exc}): {INSTALL}") from None
+        raise ToolMissing(f"`{go} env` did not answer ({exc}): {INSTALL}") from None
     lines = done.stdout.split("\n")
     version = lines[0].strip() if done.returncode == 0 and lines else ""
     found = re.match(r"go(\d+)\.(\d+)", version)
     if found is None:
         said = (done.stderr.strip().splitlines() or ["no version"])[-1]
-        raise GoUnavailable(f"`{go}` did not say its version ({said}): {INSTALL}")
+        raise ToolMissing(f"`{go}` did not say its version ({said}): {INSTALL}")
     if (int(found.group(1)), int(found.group(2))) < MINIMUM:
-        raise GoUnavailable(f"the Go track needs Go 1.22 or newer; `{go}` is {version}: {INSTALL}")
+        raise ToolMissing(f"the Go track needs Go 1.22 or newer; `{go}` is {version}: {INSTALL}")
     test2json = Path(lines[1].strip()) / "test2json"
     if not test2json.is_file():  # since Go 1.24 some tools are built on first use, into the build cache
         built = subprocess.run([go, "tool", "-n", "test2json"], capture_output=True, text=True,
@@ -65,5 +61,5 @@ def find() -> Toolchain:
         test2json = Path(built.stdout.strip())
         if built.returncode != 0 or not test2json.is_file():
             said = (built.stderr.strip().splitlines() or ["no path"])[-1]
-            raise GoUnavailable(f"{version} could not provide its test2json tool ({said}): {INSTALL}")
+            raise ToolMissing(f"{version} could not provide its test2json tool ({said}): {INSTALL}")
     return Toolchain(go=go, version=version, test2json=str(test2json))

@@ -116,7 +116,7 @@ func (er *EventReader) field(line []byte) {
 		return // a comment
 	}
 	name, value := line, line[len(line):] // a line without a colon is a name with an empty value
-	if len(line) > 4 && line[4] == ':' { // "data:", the usual line, found without a search
+	if len(line) > 4 && line[4] == ':' {  // "data:", the usual line, found without a search
 		name, value = line[:4], line[5:]
 		if len(value) > 0 && value[0] == ' ' {
 			value = value[1:]
