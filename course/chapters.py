@@ -82,6 +82,16 @@ class Track:
     def tests(self) -> Path:
         return content.tests_dir(self.language, self.chapter_id)
 
+    def catalog_digest(self) -> str:
+        """A digest of the catalog's files: what recorded kill signatures and verify's default
+        shuffle seed are tied to."""
+        import hashlib
+
+        digest = hashlib.sha256()
+        for path in sorted(p for p in self.tests.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            digest.update(path.relative_to(self.tests).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        return digest.hexdigest()
+
 
 @dataclass(frozen=True)
 class Chapter:

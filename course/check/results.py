@@ -38,6 +38,7 @@ class CaseResult:
     where: str = ""  # the learner's file:line the failure points at, when it points into their code
     test_line: str = ""  # the test file:line that failed
     details: str = ""  # the full traceback, shown with -v
+    failed_at: str = ""  # which check failed, and how: the test lines down to it and the exception type
     output: str = ""  # what the test printed
     duration: float = 0.0
 
@@ -113,15 +114,17 @@ class CheckResult:
         return frozenset(e.entry.name for e in self.entries if e.status != PASS)
 
     @property
-    def failing_cases(self) -> frozenset[str]:
-        """The cases that did not pass, as 'name[case]' (or 'name' for an entry with no cases): finer
-        than `failing`, so that bugs that break different recorded streams tell apart."""
-        cases = set()
+    def signature(self) -> frozenset[str]:
+        """How the run failed, finer than `failing`: each case that did not pass with the check that
+        failed in it, 'name[case]@test_x.py:41 AssertionError' ('name@...' for a test without cases).
+        Bugs that break different recorded streams, or different asserts of one broad test, differ."""
+        marks = set()
         for entry in self.entries:
             if entry.status == PASS:
                 continue
             broken = [c for c in entry.cases if c.status != PASS]
-            cases.update(f"{entry.entry.name}[{c.case}]" if c.case else entry.entry.name for c in broken)
+            marks.update(f"{entry.entry.name}{f'[{c.case}]' if c.case else ''}@{c.failed_at or c.status}"
+                         for c in broken)
             if not broken:
-                cases.add(entry.entry.name)
-        return frozenset(cases)
+                marks.add(f"{entry.entry.name}@{entry.status}")
+        return frozenset(marks)

@@ -72,6 +72,16 @@ def locate(tb_entries: list[tuple[str, int]], code_root: str, tests_root: str) -
     return where, test_line
 
 
+def failed_at(exc: BaseException | None, tb_entries: list[tuple[str, int]], tests_root: str) -> str:
+    """Which check of the test failed, and how: the test files' lines on the way down, and the
+    exception's type ('test_ag01.py:700>test_ag01.py:41 AssertionError'). Two bugs that break the
+    same case at different asserts differ here, which is what tells their pitfalls apart."""
+    if exc is None or isinstance(exc, TestTimeout):  # where a timer fires is chance, not a place
+        return "timeout" if exc is not None else ""
+    lines = [f"{os.path.basename(f)}:{n}" for f, n in tb_entries if _inside(f, tests_root)]
+    return ">".join(lines) + f" {type(exc).__name__}"
+
+
 def details(exc: BaseException, tests_root: str) -> str:
     """The traceback from the test function down: pytest's own frames above it help nobody."""
     tb = exc.__traceback__
@@ -183,6 +193,7 @@ class CatalogPlugin:
             where=where,
             test_line=test_line,
             details=details(exc, self.tests_root) if exc is not None else str(report.longrepr),
+            failed_at=failed_at(exc, entries, self.tests_root),
         )
 
     def pytest_runtest_logreport(self, report) -> None:  # noqa: ANN001
