@@ -112,6 +112,13 @@ class Chapter:
     def signatures_path(self) -> Path:
         return self.folder / "signatures.json"
 
+    def text(self, language: str = "") -> str:
+        """The chapter's text as a learner of `language` reads it: text.md, with the numbered
+        sections (and the opening) that text.<language>.md rewrites for that language replaced."""
+        text = self.text_path.read_text(encoding="utf-8")
+        own = self.folder / f"text.{language}.md"
+        return _with_sections(text, own.read_text(encoding="utf-8")) if language and own.is_file() else text
+
     def track(self, language: str = "python") -> Track:
         try:
             return self.tracks[language]
@@ -121,6 +128,41 @@ class Chapter:
 
     def pitfall(self, number: int) -> Pitfall | None:
         return next((p for p in self.pitfalls if p.id == number), None)
+
+
+_HEADING = re.compile(r"^(#{2,3}) (\d+(?:\.\d+)*)\.? ", re.MULTILINE)
+
+
+def _blocks(text: str) -> tuple[str, list[tuple[str, str, str]]]:
+    """(the opening, before any numbered heading; [(level, number, block)]): each block runs from
+    its heading to the next numbered heading of any level."""
+    found = list(_HEADING.finditer(text))
+    opening = text[: found[0].start()] if found else text
+    bounds = [m.start() for m in found] + [len(text)]
+    return opening, [(m.group(1), m.group(2), text[bounds[i]: bounds[i + 1]]) for i, m in enumerate(found)]
+
+
+def _with_sections(text: str, override: str) -> str:
+    """text with each numbered section of override put in place of the one of the same number (a
+    "## 4." replaces section 4 with its subsections); override's opening, when it has one, replaces
+    the opening after the title line."""
+    opening, blocks = _blocks(text)
+    new_opening, new_blocks = _blocks(override)
+    replacing = {number: block.rstrip() + "\n\n" for _, number, block in new_blocks}
+    if new_opening.strip():
+        title, _, _ = opening.partition("\n")
+        opening = title + "\n\n" + new_opening.strip() + "\n\n"
+    out, skipping = [opening], ""
+    for level, number, block in blocks:
+        if skipping and level == "###" and number.startswith(skipping + "."):
+            continue  # a subsection of a section replaced whole
+        skipping = ""
+        if number in replacing:
+            out.append(replacing.pop(number))
+            skipping = number if level == "##" else ""
+        else:
+            out.append(block)
+    return "".join(out).rstrip() + "\n"
 
 
 def normalize_id(text: str) -> str:

@@ -126,6 +126,8 @@ def list_cmd() -> None:
             progress = click.style("passed", fg="green", bold=True)
         else:
             progress = click.style("started", fg="yellow")
+        if state is not None:
+            progress += click.style(f", {state.language}", dim=True)
         mark = "*" if repo and repo.current == chapter.id else " "
         echo(f"{mark} {chapter.id:<6} {chapter.title}  [{progress}]")
     if repo is None:
@@ -181,23 +183,35 @@ def start(chapter: Any, directory: Path | None, language: str, ci: str | None) -
 
 @cli.command()
 @click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
-def show(chapter: Any) -> None:
+@language_option("The track whose text is shown (default: the one you started, else python).", default=None)
+def show(chapter: Any, language: str | None) -> None:
     """Print the chapter's text."""
     chapter = _any_chapter(chapter)
-    echo(chapter.text_path.read_text(encoding="utf-8").rstrip())
+    echo(chapter.text(_track_language(chapter, language)).rstrip())
+
+
+def _track_language(chapter: Any, language: str | None) -> str:
+    """The language asked for, else the one the learner started the chapter in, else python."""
+    if language:
+        return language
+    from course.learner import LearnerRepo, find_root
+
+    root = find_root()
+    state = LearnerRepo.open(root).chapters.get(chapter.id) if root else None
+    return state.language if state else "python"
 
 
 @cli.command()
 @click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
-@language_option("The track whose test names are shown.")
-def tests(chapter: Any, language: str) -> None:
+@language_option("The track whose test names are shown (default: the one you started, else python).", default=None)
+def tests(chapter: Any, language: str | None) -> None:
     """The chapter's test catalog: each test, its kind, what it checks and why it matters."""
     import textwrap
 
     from course import languages
 
     chapter = _any_chapter(chapter)
-    adapter = languages.get(language)
+    adapter = languages.get(_track_language(chapter, language))
     echo(f"{chapter.id}: {chapter.title}")
     if chapter.summary:
         echo(chapter.summary)

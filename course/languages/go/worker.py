@@ -2,8 +2,8 @@
 runner boundary's events (course.languages.protocol).
 
 Top-level tests are announced up front; a first-level subtest (t.Run) is a case of its test and is
-announced when it starts. A test with subtests also reports its own body as a case (case ""), which
-fails only when the test failed outside its subtests. A failure whose own output says nothing (a panic prints after the test's
+announced when it starts. A test with subtests also reports its own body as a case (case ""): a
+pass, or a failure outside its subtests. A failure whose own output says nothing (a panic prints after the test's
 FAIL line, an os.Exit prints nothing) is held until the process moves on or ends, so that what
 follows can explain it.
 """
@@ -29,6 +29,7 @@ _RECOVERED = re.compile(r" \[recovered[^\]]*\]$")
 _FAILURE_LINE = re.compile(r"^\s*([\w.\-]+\.go):(\d+): ?(.*)$")
 _FRAME = re.compile(r"^\s+(/\S+\.go):(\d+)(?: \+0x[0-9a-f]+)?$")
 _FRAMING = ("=== RUN", "=== NAME", "=== PAUSE", "=== CONT", "--- FAIL", "--- PASS", "--- SKIP")
+_TEST_FRAME = re.compile(r"\.Test\w*(?:\.func\d+)*\(")
 _CRASH = ("panic: ", "fatal error: ")
 
 
@@ -159,10 +160,9 @@ class Worker:
             return
         self.ended_tests.add(top)
         if test.subtests:
-            # the test's own body is a case too: it failed only if it failed outside its subtests
             if status == FAIL and test.failed_subtests:
-                status = PASS
-            elapsed = 0.0  # its time is its subtests' time
+                return  # its failing cases said it all
+            elapsed = 0.0  # its own body: its time is its subtests' time
         yield from self._finish(key, status, test.output, elapsed)
 
     def _finish(self, key: str, status: str, output: list[str], elapsed: float) -> Iterator[Event]:
@@ -170,7 +170,7 @@ class Worker:
         message, where, test_line = summarize(text, self.module_root, self.display_root)
         finished = CaseFinished(key=key, status=status, message=message if status == FAIL else "", where=where,
                                 test_line=test_line, details=_details(text) if status != PASS else "",
-                                duration=elapsed)
+                                failed_at=failed_at(text, test_line) if status == FAIL else "", duration=elapsed)
         if status == FAIL and not message:
             self.held.append((finished, list(output)))
             return
@@ -187,7 +187,8 @@ class Worker:
             yield CaseFinished(key=finished.key, status=finished.status,
                                message=message or "the test failed without saying why",
                                where=where or finished.where, test_line=test_line or finished.test_line,
-                               details=_details(text), duration=finished.duration)
+                               details=_details(text), failed_at=failed_at(text, test_line) or "exit",
+                               duration=finished.duration)
 
     def _last_words(self) -> str:
         """What the runner quotes when the process died inside a test: its panic, or its last lines."""
@@ -238,6 +239,21 @@ def summarize(output: str, module_root: Path, display_root: Path) -> tuple[str, 
                 message.append(more.strip())
             return "\n".join(message).strip(), where, f"{failure.group(1)}:{failure.group(2)}"
     return "", where, ""
+
+
+def failed_at(output: str, test_line: str) -> str:
+    """Which check failed, for kill signatures: the catalog's file:line of the first failed check, or
+    the catalog's line a panic went through, with "panic"."""
+    if test_line:
+        return test_line
+    lines = output.splitlines()
+    if not any(line.startswith(_CRASH) for line in lines):
+        return ""
+    for function, place in zip(lines, lines[1:]):  # a traceback: a function's line, then its file:line
+        frame = _FRAME.match(place)
+        if frame and _TEST_FRAME.search(function):
+            return f"{Path(frame.group(1)).name}:{frame.group(2)} panic"
+    return "panic"
 
 
 def death(code: int, output: list[str]) -> str:
