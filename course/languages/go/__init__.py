@@ -56,6 +56,25 @@ class GoAdapter:
     def _env(self, request: RunRequest) -> dict[str, str]:
         return toolchain.environment(dict(request.env))
 
+    def warm(self) -> None:
+        """Find the toolchain once, for a long-lived command (`course watch`); the build cache is go's."""
+        toolchain.find()
+
+    def commentary_lines(self, text: str) -> set[int]:
+        """Lines (1-based) that hold only comments or nothing: what `course diff` leaves out by default."""
+        quiet, in_block = set(), False
+        for n, line in enumerate(text.splitlines(), 1):
+            stripped = line.strip()
+            if in_block:
+                quiet.add(n)
+                in_block = "*/" not in stripped
+            elif not stripped or stripped.startswith("//"):
+                quiet.add(n)
+            elif stripped.startswith("/*"):
+                quiet.add(n)
+                in_block = "*/" not in stripped[2:]
+        return quiet
+
     def read_coverage(self, request: RunRequest) -> dict[str, FileCoverage]:
         return coverage.read(request.coverage_dir, build.module_root(request.track, request.code_root),
                              request.code_root, request.track.files)
