@@ -123,9 +123,8 @@ def list_cmd() -> None:
         state = repo.chapters.get(chapter.id) if repo else None
         mark = "*" if repo and repo.current == chapter.id else " "
         progress = _progress(repo, chapter, state) if repo and state else click.style("not started", dim=True)
-        if repo and state:
-            progress += click.style(f", {state.language}", dim=True)
-        echo(f"{mark} {chapter.id:<6} {chapter.title}  [{progress}]")
+        language = click.style(f"  {state.language}", dim=True) if repo and state else ""
+        echo(f"{mark} {chapter.id:<6} {chapter.title}  [{progress}]{language}")
     if repo is None:
         echo(click.style("\n(not in a learner repository: `course start CHAPTER` makes one)", dim=True))
 
