@@ -738,16 +738,30 @@ def selftest(chapter: Any, timeout: float, jobs: int | None) -> None:
 @click.option("--only", default="", metavar="IDS", help="Run only these mutants, e.g. --only s05,s06.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the results as JSON.")
 @click.option("--mutmut", "use_mutmut", is_flag=True, help="Run mutmut's generic mutants instead (instructor extra).")
+@click.option("--gremlins", "use_gremlins", is_flag=True,
+              help="Run gremlins' generic mutants instead, on a track whose adapter offers it (go).")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Mutants run at once [default: the cores].")
 @language_option("The track whose mutants run.")
-def mutants(chapter: Any, only: str, json_path: Path | None, use_mutmut: bool, jobs: int | None, language: str) -> None:
-    """Prove the catalog kills each documented pitfall mutant (or, with --mutmut, score it broadly)."""
+def mutants(chapter: Any, only: str, json_path: Path | None, use_mutmut: bool, use_gremlins: bool, jobs: int | None,
+            language: str) -> None:
+    """Prove the catalog kills each documented pitfall mutant (or, with --mutmut or --gremlins, score it broadly)."""
     import json
 
     _writable(json_path)
     track = chapter.track(language)
-    if use_mutmut and (only or jobs):
-        raise UsageError("--only and --jobs choose documented mutants; --mutmut runs mutmut's own")
+    if (use_mutmut or use_gremlins) and (only or jobs):
+        raise UsageError("--only and --jobs choose documented mutants; --mutmut and --gremlins run their tool's own")
+    if use_gremlins:
+        from course import languages
+
+        broad = getattr(languages.get(language), "gremlins", None)
+        if use_mutmut or broad is None:
+            raise UsageError(f"gremlins scores Go code: the {language} track's broad score is --mutmut")
+        report = broad(chapter, track, echo=lambda m: echo(m, err=True))
+        report.show(echo)
+        if json_path:
+            json_path.write_text(json.dumps(report.as_dict(), indent=2) + "\n", encoding="utf-8")
+        sys.exit(0)
     if use_mutmut:
         from course.mutation.mutmut import run_mutmut, show_mutmut
 

@@ -105,8 +105,7 @@ def test_panic_exit_and_hang_each_get_their_verdict(course, learner):
     course("start", "ag01", "--language", "go", cwd=learner)
     go_reference(learner)
     types_go = learner / "go/agent/types/types.go"
-    edit(types_go, 'func LLMStep(iter int) string { return "llm/" + strconv.Itoa(iter) }',
-         'func LLMStep(iter int) string { panic("step names are hard") }')
+    edit(types_go, '\treturn "llm/" + strconv.Itoa(iter)\n', '\tpanic("step names are hard")\n')
     retry_go = learner / "go/agent/provider/retry.go"
     edit(retry_go, "\tif err == nil || errors.Is(err, context.Canceled)", "\tif err == nil {\n\t\tos.Exit(0)\n\t}\n\tif errors.Is(err, context.Canceled)")
     edit(retry_go, 'import (\n', 'import (\n\t"os"\n')
@@ -128,8 +127,7 @@ def test_ctrl_c_leaves_no_process(learner):
     subprocess.run([sys.executable, "-m", "course", "start", "ag01", "--language", "go"], cwd=learner, env=env,
                    capture_output=True, check=True, timeout=120)
     go_reference(learner)
-    edit(learner / "go/agent/types/types.go", 'func LLMStep(iter int) string { return "llm/" + strconv.Itoa(iter) }',
-         'func LLMStep(iter int) string {\n\tfor {\n\t}\n}')
+    edit(learner / "go/agent/types/types.go", '\treturn "llm/" + strconv.Itoa(iter)\n', '\tfor {\n\t}\n')
     proc = subprocess.Popen([sys.executable, "-m", "course", "check", "--timeout", "600"], cwd=learner, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:

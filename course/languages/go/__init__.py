@@ -12,9 +12,9 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
-from course.chapters import Track
+from course.chapters import Chapter, Track
 from course.check.results import FileCoverage
 from course.errors import UsageError
 from course.languages.go import build, coverage, toolchain
@@ -55,6 +55,12 @@ class GoAdapter:
 
     def _env(self, request: RunRequest) -> dict[str, str]:
         return toolchain.environment(dict(request.env))
+
+    def gremlins(self, chapter: Chapter, track: Track, *, echo: Callable[[str], None]) -> "gremlins.GremlinsReport":
+        """gremlins' broad mutation score of the track's catalog (`course mutants --gremlins`)."""
+        from course.languages.go import gremlins
+
+        return gremlins.run_gremlins(chapter, track, echo=echo)
 
     def warm(self) -> None:
         """Find the toolchain once, for a long-lived command (`course watch`); the build cache is go's."""
@@ -109,5 +115,6 @@ class GoAdapter:
     def exclusion_problems(self, track: Track) -> list[str]:
         return []  # Go has no way to leave lines out of its coverage
 
-    def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str]) -> int:
-        raise UsageError(f"chapter {track.chapter_id} has no Go demonstration to run")
+    def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str],
+                   *, timeout: float) -> int:
+        raise UsageError(f"chapter {track.chapter_id}: the Go track has no demonstration to run yet")

@@ -2,6 +2,7 @@
 // retries them while retrying cannot duplicate what the caller already has.
 package provider
 
+// course: begin imports
 import (
 	"bytes"
 	"context"
@@ -16,6 +17,8 @@ import (
 
 	"tinyllm/agent/types"
 )
+
+// course: end imports
 
 // Config says where and how to reach the server.
 type Config struct {
@@ -69,10 +72,15 @@ func (e *StreamError) Error() string {
 	return "stream error " + typ + ": " + e.Message
 }
 
-// ChatStream sends the conversation and streams the answer. It returns an *APIError for a non-2xx
-// answer and the client's error when no answer came; after that every failure is an ErrorDelta.
-// The request carries ctx: cancelling it closes the connection, so the server stops generating.
+// ChatStream sends the conversation and streams the answer: POST {BaseURL}/chat/completions with
+// the body RequestBody builds, Content-Type application/json, Accept text/event-stream, the key as
+// "Authorization: Bearer ..." (none when APIKey is empty) and cfg.Headers. A non-2xx answer is an
+// *APIError (the body's error type, code and message, or its text; Retry-After in seconds); a
+// request that got no answer returns the client's error. After that every failure is an
+// ErrorDelta: a body that ends before data: [DONE] is ErrNoDone. Build the request with ctx, so
+// that cancelling it closes the connection and the server stops generating.
 func (o *OpenAI) ChatStream(ctx context.Context, msgs []types.Message, tools []types.ToolDef, opts ...types.CallOption) (<-chan types.Delta, error) {
+	// course: begin OpenAI_ChatStream
 	body, err := RequestBody(o.cfg.Model, msgs, tools, types.NewCallOptions(opts...))
 	if err != nil {
 		return nil, err
@@ -105,48 +113,17 @@ func (o *OpenAI) ChatStream(ctx context.Context, msgs []types.Message, tools []t
 	ch := make(chan types.Delta)
 	go stream(ctx, resp.Body, ch)
 	return ch, nil
+	// course: end OpenAI_ChatStream
 }
 
-// stream sends the deltas of body on ch and closes both: after the last delta, at the first
-// failure, or as soon as ctx is cancelled.
-func stream(ctx context.Context, body io.ReadCloser, ch chan<- types.Delta) {
-	defer close(ch)
-	defer body.Close()
-	send := func(d types.Delta) bool {
-		select {
-		case ch <- d:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	events, decoder := NewEventReader(body), NewDecoder()
-	for {
-		data, err := events.Next()
-		if err != nil {
-			if ctx.Err() != nil {
-				return // the caller cancelled: nobody is waiting for an error
-			}
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				err = ErrNoDone // only [DONE] proves the server meant to stop
-			}
-			send(types.ErrorDelta{Err: err})
-			return
-		}
-		deltas, finished := decoder.Event(data)
-		for _, d := range deltas {
-			if !send(d) {
-				return
-			}
-		}
-		if finished {
-			return
-		}
-	}
-}
-
-// RequestBody is the JSON body of a streamed chat-completions request.
+// RequestBody is the JSON body of a streamed chat-completions request: model, messages, stream true,
+// stream_options.include_usage true, tools (when any: type "function" with name, description and
+// parameters), temperature and max_tokens when set. An assistant message with tool calls and no
+// text has content null; each call is sent as {id, type: "function", function: {name, arguments}},
+// its arguments as the text of a JSON object ("{}" when empty); a tool message carries its
+// tool_call_id; a message's name is sent when set.
 func RequestBody(model string, msgs []types.Message, tools []types.ToolDef, o types.CallOptions) ([]byte, error) {
+	// course: begin RequestBody
 	type function struct {
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
@@ -212,6 +189,46 @@ func RequestBody(model string, msgs []types.Message, tools []types.ToolDef, o ty
 		body.Tools = append(body.Tools, def)
 	}
 	return json.Marshal(body)
+	// course: end RequestBody
+}
+
+// course: begin helpers
+// stream sends the deltas of body on ch and closes both: after the last delta, at the first
+// failure, or as soon as ctx is cancelled.
+func stream(ctx context.Context, body io.ReadCloser, ch chan<- types.Delta) {
+	defer close(ch)
+	defer body.Close()
+	send := func(d types.Delta) bool {
+		select {
+		case ch <- d:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	events, decoder := NewEventReader(body), NewDecoder()
+	for {
+		data, err := events.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return // the caller cancelled: nobody is waiting for an error
+			}
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				err = ErrNoDone // only [DONE] proves the server meant to stop
+			}
+			send(types.ErrorDelta{Err: err})
+			return
+		}
+		deltas, finished := decoder.Event(data)
+		for _, d := range deltas {
+			if !send(d) {
+				return
+			}
+		}
+		if finished {
+			return
+		}
+	}
 }
 
 // apiError reads a non-2xx answer into an *APIError.
@@ -247,3 +264,5 @@ func retryAfter(header string) time.Duration {
 	}
 	return time.Duration(seconds * float64(time.Second))
 }
+
+// course: end helpers

@@ -1,5 +1,6 @@
 package provider
 
+// course: begin imports
 import (
 	"context"
 	"errors"
@@ -12,6 +13,8 @@ import (
 	"tinyllm/agent/types"
 )
 
+// course: end imports
+
 // RetryPolicy says how often and how patiently to retry. A zero field takes its default.
 type RetryPolicy struct {
 	MaxAttempts   int           // counts the first attempt; default 3
@@ -23,31 +26,10 @@ type RetryPolicy struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-func (p RetryPolicy) withDefaults() RetryPolicy {
-	if p.MaxAttempts <= 0 {
-		p.MaxAttempts = 3
-	}
-	if p.Initial <= 0 {
-		p.Initial = 500 * time.Millisecond
-	}
-	if p.Max <= 0 {
-		p.Max = 30 * time.Second
-	}
-	if p.Multiplier <= 0 {
-		p.Multiplier = 2
-	}
-	if p.MaxRetryAfter <= 0 {
-		p.MaxRetryAfter = 60 * time.Second
-	}
-	if p.Sleep == nil {
-		p.Sleep = sleep
-	}
-	return p
-}
-
 // Delay is the wait after failure n (1 after the first attempt failed): the server's Retry-After
-// when err carries one, else min(Max, Initial * Multiplier^(n-1)).
+// when err carries one (an *APIError, found with errors.As), else min(Max, Initial * Multiplier^(n-1)).
 func (p RetryPolicy) Delay(n int, err error) time.Duration {
+	// course: begin RetryPolicy_Delay
 	p = p.withDefaults()
 	var apiErr *APIError
 	if errors.As(err, &apiErr) && apiErr.RetryAfter > 0 {
@@ -58,12 +40,15 @@ func (p RetryPolicy) Delay(n int, err error) time.Duration {
 		return p.Max
 	}
 	return time.Duration(d)
+	// course: end RetryPolicy_Delay
 }
 
-// Retryable reports whether the same request could succeed if sent again: overload and server
-// statuses, a stream cut before [DONE], a server_error event, a refused, reset or timed-out
-// connection. A cancelled or expired ctx is the caller giving up, never retryable.
+// Retryable reports whether the same request could succeed if sent again: 408, 429, 500, 502, 503
+// and 504, a stream cut before [DONE], a server_error event, a refused, reset or timed-out
+// connection, a body that ended early. Another status, another stream error, a cancelled or expired
+// ctx (the caller gave up) are not.
 func Retryable(err error) bool {
+	// course: begin Retryable
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
@@ -87,11 +72,41 @@ func Retryable(err error) bool {
 	}
 	var netErr net.Error
 	return errors.As(err, &netErr) && netErr.Timeout()
+	// course: end Retryable
 }
 
-// WithRetry wraps p so that failures before the first content delta are retried under pol.
+// WithRetry wraps p so that failures before the first content delta are retried under pol: hold
+// the deltas back until the first content delta (usage may come before it), retry a failure that
+// comes before that point (an error ChatStream returns, or an ErrorDelta), and from then on pass
+// everything through, a later ErrorDelta included. MaxAttempts counts every attempt; the waits go
+// through pol.Sleep; a Retry-After longer than MaxRetryAfter is not waited for.
 func WithRetry(p types.Provider, pol RetryPolicy) types.Provider {
+	// course: begin WithRetry
 	return &retrying{inner: p, pol: pol.withDefaults()}
+	// course: end WithRetry
+}
+
+// course: begin helpers
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = 3
+	}
+	if p.Initial <= 0 {
+		p.Initial = 500 * time.Millisecond
+	}
+	if p.Max <= 0 {
+		p.Max = 30 * time.Second
+	}
+	if p.Multiplier <= 0 {
+		p.Multiplier = 2
+	}
+	if p.MaxRetryAfter <= 0 {
+		p.MaxRetryAfter = 60 * time.Second
+	}
+	if p.Sleep == nil {
+		p.Sleep = sleep
+	}
+	return p
 }
 
 // retrying retries up to the commitment boundary, the first content delta. Until then the caller
@@ -197,3 +212,5 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// course: end helpers

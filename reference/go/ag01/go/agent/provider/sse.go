@@ -1,5 +1,6 @@
 package provider
 
+// course: begin imports
 import (
 	"bytes"
 	"encoding/json"
@@ -10,10 +11,7 @@ import (
 	"tinyllm/agent/types"
 )
 
-const (
-	minRead = 4096 // the reader asks for at least this much room per read
-	bom     = "\xef\xbb\xbf"
-)
+// course: end imports
 
 // EventReader reads the events of a text/event-stream body (WHATWG HTML, "server-sent events").
 //
@@ -23,6 +21,7 @@ const (
 // whatever the read size: each byte is searched once for a LF and once for a CR, and a long line
 // grows the buffer by doubling instead of being copied on every read.
 type EventReader struct {
+	// course: begin EventReader_fields
 	r          io.Reader
 	buf        []byte // buf[start:end] is read but not yet consumed
 	start, end int
@@ -44,18 +43,25 @@ type EventReader struct {
 	lastID    string // kept from one event to the next, as the spec says
 
 	typ string // the type of the event Next returned last
+	// course: end EventReader_fields
 }
 
 // NewEventReader reads events from r.
 func NewEventReader(r io.Reader) *EventReader {
+	// course: begin NewEventReader
 	return &EventReader{r: r, buf: make([]byte, 4*minRead), cr: -1}
+	// course: end NewEventReader
 }
 
-// Next returns the data of the next event: its data lines joined by "\n". The slice is valid until
-// the next call. At a clean end of input Next returns io.EOF; when the input ends inside an event
-// (a line, or lines without the blank line that dispatches them) it returns io.ErrUnexpectedEOF,
-// and that event is discarded. Any other error is the underlying reader's.
+// Next returns the data of the next event: its data lines joined by "\n", valid until the next
+// call. Lines end at CRLF, LF or a lone CR; one leading BOM is dropped; a blank line dispatches the
+// event, unless it has no data line; a line starting with ":" is a comment; a field is split at its
+// first colon and one space after it is dropped; unknown fields are ignored. At a clean end of
+// input Next returns io.EOF; when the input ends inside an event (a line, or lines without the
+// blank line that dispatches them) it returns io.ErrUnexpectedEOF, and that event is discarded.
+// Any other error is the underlying reader's.
 func (er *EventReader) Next() ([]byte, error) {
+	// course: begin EventReader_Next
 	for {
 		line, ok, err := er.line()
 		if err != nil {
@@ -91,7 +97,93 @@ func (er *EventReader) Next() ([]byte, error) {
 		}
 		return er.data, nil
 	}
+	// course: end EventReader_Next
 }
+
+// Type is the event type of the event Next returned last: its "event" field, "message" without one.
+func (er *EventReader) Type() string {
+	// course: begin EventReader_Type
+	return er.typ
+	// course: end EventReader_Type
+}
+
+// LastID is the last event ID seen so far: the latest "id" field without NUL, "" after an empty one.
+func (er *EventReader) LastID() string {
+	// course: begin EventReader_LastID
+	return er.lastID
+	// course: end EventReader_LastID
+}
+
+// Decoder turns the data of each chat-completions stream event into deltas. It keeps the tool calls
+// still open, by index: a call's argument fragments may arrive interleaved with those of other
+// calls, so each fragment goes to the call its index names.
+type Decoder struct {
+	// course: begin Decoder_fields
+	open   map[int]*openCall
+	finish string
+	// course: end Decoder_fields
+}
+
+// NewDecoder returns a decoder for one stream.
+func NewDecoder() *Decoder {
+	// course: begin NewDecoder
+	return &Decoder{open: make(map[int]*openCall)}
+	// course: end NewDecoder
+}
+
+// Event returns the deltas of one event's data, and whether the stream is finished. [DONE] closes
+// every open call (lowest index first) and ends with a DoneDelta; an {"error": ...} event is one
+// ErrorDelta with a *StreamError; data that is not a chunk is one ErrorDelta. Only choice 0 counts;
+// empty content is no text; finish_reason closes the open calls; the usage chunk is a UsageDelta.
+func (d *Decoder) Event(data []byte) ([]types.Delta, bool) {
+	// course: begin Decoder_Event
+	if string(data) == "[DONE]" {
+		return append(d.closeOpenCalls(), types.DoneDelta{FinishReason: d.finish}), true
+	}
+	var c chunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return []types.Delta{types.ErrorDelta{Err: fmt.Errorf("provider: unreadable stream event %.200q: %w", data, err)}}, true
+	}
+	if c.Error != nil {
+		return []types.Delta{types.ErrorDelta{Err: streamError(c.Error)}}, true
+	}
+	var out []types.Delta
+	for _, choice := range c.Choices {
+		if choice.Index != 0 { // we ask for one answer; another would mix its calls into ours
+			continue
+		}
+		if content := choice.Delta.Content; content != nil && *content != "" {
+			out = append(out, types.TextDelta{Text: *content}) // servers send "" with the role
+		}
+		for _, tc := range choice.Delta.ToolCalls {
+			call := d.open[tc.Index]
+			if call == nil { // the id and name come with a call's first fragment
+				call = &openCall{id: tc.ID, name: tc.Function.Name}
+				d.open[tc.Index] = call
+				out = append(out, types.ToolCallStartDelta{Index: tc.Index, ID: call.id, Name: call.name})
+			}
+			if tc.Function.Arguments != "" {
+				call.args = append(call.args, tc.Function.Arguments...)
+				out = append(out, types.ToolCallArgsDelta{Index: tc.Index, Fragment: tc.Function.Arguments})
+			}
+		}
+		if r := choice.FinishReason; r != nil && *r != "" {
+			d.finish = *r
+			out = append(out, d.closeOpenCalls()...)
+		}
+	}
+	if u := c.Usage; u != nil { // the last chunk, with "choices": [], when include_usage was asked
+		out = append(out, types.UsageDelta{In: u.PromptTokens, Out: u.CompletionTokens})
+	}
+	return out, false
+	// course: end Decoder_Event
+}
+
+// course: begin helpers
+const (
+	minRead = 4096 // the reader asks for at least this much room per read
+	bom     = "\xef\xbb\xbf"
+)
 
 // nextIsBlank consumes the blank line that follows a line, when it is a lone LF already read:
 // the usual end of an event, found without another search.
@@ -103,12 +195,6 @@ func (er *EventReader) nextIsBlank() bool {
 	er.scanned = er.start
 	return true
 }
-
-// Type is the event type of the event Next returned last: its "event" field, "message" without one.
-func (er *EventReader) Type() string { return er.typ }
-
-// LastID is the last event ID seen so far: the latest "id" field without NUL, "" after an empty one.
-func (er *EventReader) LastID() string { return er.lastID }
 
 // field applies one non-blank line.
 func (er *EventReader) field(line []byte) {
@@ -240,21 +326,10 @@ func (er *EventReader) fill() {
 	}
 }
 
-// Decoder turns the data of each chat-completions stream event into deltas. It keeps the tool
-// calls still open, by index: a call's argument fragments may arrive interleaved with those of
-// other calls, so each fragment goes to the call its index names.
-type Decoder struct {
-	open   map[int]*openCall
-	finish string
-}
-
 type openCall struct {
 	id, name string
 	args     []byte
 }
-
-// NewDecoder returns a decoder for one stream.
-func NewDecoder() *Decoder { return &Decoder{open: make(map[int]*openCall)} }
 
 // chunk is the part of a chat.completion.chunk the decoder reads.
 type chunk struct {
@@ -278,49 +353,6 @@ type chunk struct {
 		CompletionTokens int `json:"completion_tokens"`
 	} `json:"usage"`
 	Error json.RawMessage `json:"error"` // present (even as null) means the server failed
-}
-
-// Event returns the deltas of one event's data, and whether the stream is finished.
-func (d *Decoder) Event(data []byte) ([]types.Delta, bool) {
-	if string(data) == "[DONE]" {
-		return append(d.closeOpenCalls(), types.DoneDelta{FinishReason: d.finish}), true
-	}
-	var c chunk
-	if err := json.Unmarshal(data, &c); err != nil {
-		return []types.Delta{types.ErrorDelta{Err: fmt.Errorf("provider: unreadable stream event %.200q: %w", data, err)}}, true
-	}
-	if c.Error != nil {
-		return []types.Delta{types.ErrorDelta{Err: streamError(c.Error)}}, true
-	}
-	var out []types.Delta
-	for _, choice := range c.Choices {
-		if choice.Index != 0 { // we ask for one answer; another would mix its calls into ours
-			continue
-		}
-		if content := choice.Delta.Content; content != nil && *content != "" {
-			out = append(out, types.TextDelta{Text: *content}) // servers send "" with the role
-		}
-		for _, tc := range choice.Delta.ToolCalls {
-			call := d.open[tc.Index]
-			if call == nil { // the id and name come with a call's first fragment
-				call = &openCall{id: tc.ID, name: tc.Function.Name}
-				d.open[tc.Index] = call
-				out = append(out, types.ToolCallStartDelta{Index: tc.Index, ID: call.id, Name: call.name})
-			}
-			if tc.Function.Arguments != "" {
-				call.args = append(call.args, tc.Function.Arguments...)
-				out = append(out, types.ToolCallArgsDelta{Index: tc.Index, Fragment: tc.Function.Arguments})
-			}
-		}
-		if r := choice.FinishReason; r != nil && *r != "" {
-			d.finish = *r
-			out = append(out, d.closeOpenCalls()...)
-		}
-	}
-	if u := c.Usage; u != nil { // the last chunk, with "choices": [], when include_usage was asked
-		out = append(out, types.UsageDelta{In: u.PromptTokens, Out: u.CompletionTokens})
-	}
-	return out, false
 }
 
 // closeOpenCalls ends every open call, lowest index first, its arguments joined ("{}" when none came).
@@ -367,3 +399,5 @@ func codeText(code any) string {
 		return string(b)
 	}
 }
+
+// course: end helpers

@@ -2,6 +2,7 @@
 // later chapters plug into.
 package types
 
+// course: begin imports
 import (
 	"context"
 	"encoding/json"
@@ -12,6 +13,8 @@ import (
 )
 
 // ---- Messages and tools ---------------------------------------------------------------------
+
+// course: end imports
 
 // Role says who speaks in a message.
 type Role string
@@ -117,11 +120,13 @@ func (DoneDelta) isDelta()          {}
 
 // IsContent reports whether d is something a caller shows or acts on: text or a tool-call delta.
 func IsContent(d Delta) bool {
+	// course: begin IsContent
 	switch d.(type) {
 	case TextDelta, ToolCallStartDelta, ToolCallArgsDelta, ToolCallEndDelta:
 		return true
 	}
 	return false
+	// course: end IsContent
 }
 
 // ---- Folding a stream back into one message ---------------------------------------------------
@@ -135,17 +140,20 @@ var ErrIncomplete = errors.New("types: the stream ended without a done or error 
 // Accumulator folds deltas, in the order they came, into one assistant message. Its zero value
 // is ready to use.
 type Accumulator struct {
+	// course: begin Accumulator_fields
 	text   strings.Builder
 	calls  map[int]ToolCall // finished calls by index
 	usage  Usage
 	finish string
 	done   bool
 	err    error
+	// course: end Accumulator_fields
 }
 
 // Add takes in one delta. Start and argument deltas need no bookkeeping: the end delta carries
 // the whole call.
 func (a *Accumulator) Add(d Delta) {
+	// course: begin Accumulator_Add
 	switch d := d.(type) {
 	case TextDelta:
 		a.text.WriteString(d.Text)
@@ -164,11 +172,13 @@ func (a *Accumulator) Add(d Delta) {
 			a.err = d.Err
 		}
 	}
+	// course: end Accumulator_Add
 }
 
 // Message is the assistant message so far, its tool calls in index order (not the order they
 // finished in), a call without arguments given "{}".
 func (a *Accumulator) Message() Message {
+	// course: begin Accumulator_Message
 	indexes := make([]int, 0, len(a.calls))
 	for i := range a.calls {
 		indexes = append(indexes, i)
@@ -183,18 +193,28 @@ func (a *Accumulator) Message() Message {
 		calls = append(calls, call)
 	}
 	return Message{Role: RoleAssistant, Content: a.text.String(), ToolCalls: calls}
+	// course: end Accumulator_Message
 }
 
 // Usage is the last usage reported (zeros when none was).
-func (a *Accumulator) Usage() Usage { return a.usage }
+func (a *Accumulator) Usage() Usage {
+	// course: begin Accumulator_Usage
+	return a.usage
+	// course: end Accumulator_Usage
+}
 
 // FinishReason is why the model stopped ("stop", "tool_calls", "length", ...); "" until the
 // DoneDelta.
-func (a *Accumulator) FinishReason() string { return a.finish }
+func (a *Accumulator) FinishReason() string {
+	// course: begin Accumulator_FinishReason
+	return a.finish
+	// course: end Accumulator_FinishReason
+}
 
 // Err is why the stream failed: its first ErrorDelta's error, ErrIncomplete without a DoneDelta,
 // else nil.
 func (a *Accumulator) Err() error {
+	// course: begin Accumulator_Err
 	if a.err != nil {
 		return a.err
 	}
@@ -202,15 +222,18 @@ func (a *Accumulator) Err() error {
 		return ErrIncomplete
 	}
 	return nil
+	// course: end Accumulator_Err
 }
 
 // Collect reads ch to its end and returns the message and usage, with the stream's error.
 func Collect(ch <-chan Delta) (Message, Usage, error) {
+	// course: begin Collect
 	var acc Accumulator
 	for d := range ch {
 		acc.Add(d)
 	}
 	return acc.Message(), acc.Usage(), acc.Err()
+	// course: end Collect
 }
 
 // ---- Providers --------------------------------------------------------------------------------
@@ -268,20 +291,22 @@ type CallContext struct {
 	Iter    int
 }
 
-type callContextKey struct{}
-
 // WithCallContext returns a copy of ctx carrying cc.
 func WithCallContext(ctx context.Context, cc CallContext) context.Context {
+	// course: begin WithCallContext
 	return context.WithValue(ctx, callContextKey{}, cc)
+	// course: end WithCallContext
 }
 
 // CallContextFrom is the CallContext ctx carries. With none attached it is tainted: a gate called
 // without context must err on the cautious side, never assume the conversation is clean.
 func CallContextFrom(ctx context.Context) CallContext {
+	// course: begin CallContextFrom
 	if cc, ok := ctx.Value(callContextKey{}).(CallContext); ok {
 		return cc
 	}
 	return CallContext{Tainted: true}
+	// course: end CallContextFrom
 }
 
 // StepKind says what a step does: call the model, or run a tool.
@@ -303,20 +328,29 @@ type Direct struct{}
 
 // RunStep calls fn with ctx.
 func (Direct) RunStep(ctx context.Context, name string, kind StepKind, fn func(context.Context) ([]byte, error)) ([]byte, error) {
+	// course: begin Direct_RunStep
 	return fn(ctx)
+	// course: end Direct_RunStep
 }
 
 // LLMStep is the step name of the model call of iteration iter: "llm/3".
-func LLMStep(iter int) string { return "llm/" + strconv.Itoa(iter) }
+func LLMStep(iter int) string {
+	// course: begin LLMStep
+	return "llm/" + strconv.Itoa(iter)
+	// course: end LLMStep
+}
 
 // ToolStep is the step name of the i-th tool call of iteration iter: "tool/3/0/get_weather".
 func ToolStep(iter, i int, name string) string {
+	// course: begin ToolStep
 	return "tool/" + strconv.Itoa(iter) + "/" + strconv.Itoa(i) + "/" + name
+	// course: end ToolStep
 }
 
 // StepToolName is the tool name in a tool step's name, and false when step is not one. The name
 // is everything after the third "/", so a tool name may itself contain "/".
 func StepToolName(step string) (string, bool) {
+	// course: begin StepToolName
 	parts := strings.SplitN(step, "/", 4)
 	if len(parts) != 4 || parts[0] != string(StepTool) || parts[3] == "" {
 		return "", false
@@ -325,7 +359,11 @@ func StepToolName(step string) (string, bool) {
 		return "", false
 	}
 	return parts[3], true
+	// course: end StepToolName
 }
+
+// course: begin helpers
+type callContextKey struct{}
 
 // isNumber accepts ASCII digits only: no sign, no spaces, no other scripts' digits.
 func isNumber(s string) bool {
@@ -339,3 +377,5 @@ func isNumber(s string) bool {
 	}
 	return true
 }
+
+// course: end helpers

@@ -1,7 +1,5 @@
-// Package types is the agent's vocabulary: messages, tool calls, streamed deltas, and the seams
-// later chapters plug into.
-package types
-
+{#- What the learner receives in place of each region of the reference (reference/go/ag01/go/agent/types/types.go, between `// course: begin NAME` and `// course: end NAME`); everything else comes from the reference as it is (course.regions). -#}
+{% block imports %}
 import (
 	"context"
 	"encoding/json"
@@ -10,263 +8,50 @@ import (
 )
 
 // ---- Messages and tools ---------------------------------------------------------------------
-
-// Role says who speaks in a message.
-type Role string
-
-const (
-	RoleSystem    Role = "system"
-	RoleUser      Role = "user"
-	RoleAssistant Role = "assistant"
-	RoleTool      Role = "tool"
-)
-
-// Message is one turn of a conversation. An assistant message may carry ToolCalls instead of (or
-// beside) text; the answer to each call is a RoleTool message whose ToolCallID names that call.
-type Message struct {
-	Role       Role
-	Content    string
-	ToolCalls  []ToolCall
-	ToolCallID string
-	Name       string
-}
-
-// ToolCall is the model asking to run tool Name with the JSON object Args.
-type ToolCall struct {
-	ID   string
-	Name string
-	Args json.RawMessage
-}
-
-// ToolDef is a tool the model may call: its name, what it does, and a JSON Schema of its arguments.
-type ToolDef struct {
-	Name        string
-	Description string
-	Parameters  json.RawMessage
-}
-
-// CallOptions are the sampling options of one call; nil leaves the server's default.
-type CallOptions struct {
-	Temperature *float64
-	MaxTokens   *int
-}
-
-// CallOption sets one of the CallOptions.
-type CallOption func(*CallOptions)
-
-// WithTemperature asks for sampling temperature t.
-func WithTemperature(t float64) CallOption { return func(o *CallOptions) { o.Temperature = &t } }
-
-// WithMaxTokens caps the answer at n tokens.
-func WithMaxTokens(n int) CallOption { return func(o *CallOptions) { o.MaxTokens = &n } }
-
-// NewCallOptions applies opts, in order, to empty options.
-func NewCallOptions(opts ...CallOption) CallOptions {
-	var o CallOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return o
-}
-
-// ---- Deltas: the pieces of a streamed answer --------------------------------------------------
-
-// Delta is one piece of a streamed answer: TextDelta, ToolCallStartDelta, ToolCallArgsDelta,
-// ToolCallEndDelta, UsageDelta, ErrorDelta or DoneDelta.
-type Delta interface{ isDelta() }
-
-// TextDelta is a piece of the answer's text (never empty).
-type TextDelta struct{ Text string }
-
-// ToolCallStartDelta is the first sight of tool call Index.
-type ToolCallStartDelta struct {
-	Index    int
-	ID, Name string
-}
-
-// ToolCallArgsDelta is a fragment of the JSON arguments of tool call Index (never empty).
-type ToolCallArgsDelta struct {
-	Index    int
-	Fragment string
-}
-
-// ToolCallEndDelta says tool call Index is complete; Call.Args holds all its fragments joined.
-type ToolCallEndDelta struct {
-	Index int
-	Call  ToolCall
-}
-
-// UsageDelta is the tokens the call consumed, as the server counted them.
-type UsageDelta struct{ In, Out int }
-
-// ErrorDelta says the stream failed; nothing follows it.
-type ErrorDelta struct{ Err error }
-
-// DoneDelta says the stream finished normally; nothing follows it.
-type DoneDelta struct{ FinishReason string }
-
-func (TextDelta) isDelta()          {}
-func (ToolCallStartDelta) isDelta() {}
-func (ToolCallArgsDelta) isDelta()  {}
-func (ToolCallEndDelta) isDelta()   {}
-func (UsageDelta) isDelta()         {}
-func (ErrorDelta) isDelta()         {}
-func (DoneDelta) isDelta()          {}
-
-// IsContent reports whether d is something a caller shows or acts on: text or a tool-call delta.
-func IsContent(d Delta) bool {
+{% endblock %}
+{% block IsContent %}
 	panic(`TODO ag01 §2.1: true for text and the three tool-call deltas`)
-}
-
-// ---- Folding a stream back into one message ---------------------------------------------------
-
-// Usage is the token count of one call.
-type Usage struct{ In, Out int }
-
-// ErrIncomplete is the error of a stream that ended with neither a DoneDelta nor an ErrorDelta.
-var ErrIncomplete = errors.New("types: the stream ended without a done or error delta")
-
-// Accumulator folds deltas, in the order they came, into one assistant message. Its zero value
-// is ready to use.
-type Accumulator struct {
+{% endblock %}
+{% block Accumulator_fields %}
 	// your fields: the text so far, the finished calls by index, the last usage, the finish
 	// reason, whether a DoneDelta came, the first error
-}
-
-// Add takes in one delta. Start and argument deltas need no bookkeeping: the end delta carries
-// the whole call.
-func (a *Accumulator) Add(d Delta) {
+{% endblock %}
+{% block Accumulator_Add %}
 	panic(`TODO ag01 §2.1: fold one delta in`)
-}
-
-// Message is the assistant message so far, its tool calls in index order (not the order they
-// finished in), a call without arguments given "{}".
-func (a *Accumulator) Message() Message {
+{% endblock %}
+{% block Accumulator_Message %}
 	panic(`TODO ag01 §2.1: the assistant message, calls sorted by index, missing arguments {}`)
-}
-
-// Usage is the last usage reported (zeros when none was).
-func (a *Accumulator) Usage() Usage {
+{% endblock %}
+{% block Accumulator_Usage %}
 	panic(`TODO ag01 §2.1: the last UsageDelta`)
-}
-
-// FinishReason is why the model stopped ("stop", "tool_calls", "length", ...); "" until the
-// DoneDelta.
-func (a *Accumulator) FinishReason() string {
+{% endblock %}
+{% block Accumulator_FinishReason %}
 	panic(`TODO ag01 §2.1: the DoneDelta's finish reason`)
-}
-
-// Err is why the stream failed: its first ErrorDelta's error, ErrIncomplete without a DoneDelta,
-// else nil.
-func (a *Accumulator) Err() error {
+{% endblock %}
+{% block Accumulator_Err %}
 	panic(`TODO ag01 §2.1: the first ErrorDelta's error, else ErrIncomplete without a DoneDelta`)
-}
-
-// Collect reads ch to its end and returns the message and usage, with the stream's error.
-func Collect(ch <-chan Delta) (Message, Usage, error) {
+{% endblock %}
+{% block Collect %}
 	panic(`TODO ag01 §2.1: read ch to its end through an Accumulator`)
-}
-
-// ---- Providers --------------------------------------------------------------------------------
-
-// Provider is anything that streams a model's answer to a conversation.
-//
-// ChatStream sends the request and returns an error when there is no stream at all (an *APIError
-// for a non-2xx answer, a network error). Otherwise the producer sends deltas on the channel and
-// closes it: a good stream ends with exactly one DoneDelta, a failed one with one ErrorDelta, and
-// nothing follows either. Cancelling ctx stops the stream and closes the channel; a caller that
-// stops reading early must cancel ctx, or the producer waits for it forever.
-type Provider interface {
-	ChatStream(ctx context.Context, msgs []Message, tools []ToolDef, opts ...CallOption) (<-chan Delta, error)
-}
-
-// ---- Seams: declared here, implemented by later chapters --------------------------------------
-
-// Decision is what a gate decides about a tool call.
-type Decision int
-
-const (
-	Allow Decision = iota
-	Deny
-	NeedApproval
-)
-
-func (d Decision) String() string {
-	switch d {
-	case Allow:
-		return "allow"
-	case Deny:
-		return "deny"
-	case NeedApproval:
-		return "need_approval"
-	}
-	return "Decision(" + strconv.Itoa(int(d)) + ")"
-}
-
-// Verdict is a gate's decision, with the Reason of a denial or the Marker of a pending approval.
-type Verdict struct {
-	Decision Decision
-	Reason   string
-	Marker   string
-}
-
-// Gate decides whether a tool call may run.
-type Gate interface {
-	Check(ctx context.Context, c ToolCall) (Verdict, error)
-}
-
-// CallContext is what the loop knows when a gate is asked: has untrusted text entered the
-// conversation, and in which iteration.
-type CallContext struct {
-	Tainted bool
-	Iter    int
-}
-
-// WithCallContext returns a copy of ctx carrying cc.
-func WithCallContext(ctx context.Context, cc CallContext) context.Context {
+{% endblock %}
+{% block WithCallContext %}
 	panic(`TODO ag01 §2.4: attach cc to ctx`)
-}
-
-// CallContextFrom is the CallContext ctx carries. With none attached it is tainted: a gate called
-// without context must err on the cautious side, never assume the conversation is clean.
-func CallContextFrom(ctx context.Context) CallContext {
+{% endblock %}
+{% block CallContextFrom %}
 	panic(`TODO ag01 §2.4: the attached CallContext; Tainted when none is`)
-}
-
-// StepKind says what a step does: call the model, or run a tool.
-type StepKind string
-
-const (
-	StepLLM  StepKind = "llm"
-	StepTool StepKind = "tool"
-)
-
-// StepRunner runs each model call and tool call as a named step (a durable runner records the
-// results and replays them).
-type StepRunner interface {
-	RunStep(ctx context.Context, name string, kind StepKind, fn func(context.Context) ([]byte, error)) ([]byte, error)
-}
-
-// Direct is the StepRunner that just runs the step.
-type Direct struct{}
-
-// RunStep calls fn with ctx.
-func (Direct) RunStep(ctx context.Context, name string, kind StepKind, fn func(context.Context) ([]byte, error)) ([]byte, error) {
+{% endblock %}
+{% block Direct_RunStep %}
 	panic(`TODO ag01 §2.4: just call fn`)
-}
-
-// LLMStep is the step name of the model call of iteration iter: "llm/3".
-func LLMStep(iter int) string {
+{% endblock %}
+{% block LLMStep %}
 	panic(`TODO ag01 §2.4: "llm/<iter>"`)
-}
-
-// ToolStep is the step name of the i-th tool call of iteration iter: "tool/3/0/get_weather".
-func ToolStep(iter, i int, name string) string {
+{% endblock %}
+{% block ToolStep %}
 	panic(`TODO ag01 §2.4: "tool/<iter>/<i>/<name>"`)
-}
-
-// StepToolName is the tool name in a tool step's name, and false when step is not one. The name
-// is everything after the third "/", so a tool name may itself contain "/".
-func StepToolName(step string) (string, bool) {
+{% endblock %}
+{% block StepToolName %}
 	panic(`TODO ag01 §2.4: the name after tool/<iter>/<i>/, digits only in iter and i`)
-}
+{% endblock %}
+{% block helpers %}
+// Your own helpers go here.
+{% endblock %}
