@@ -953,6 +953,7 @@ func TestSSESpecEdges(t *testing.T) {
 		{"event_type_applies_to_one_event", "event: update\ndata: x\n\ndata: y\n\n", []sseEvent{{"x", "update", ""}, ev("y")}, io.EOF},
 		{"one_leading_space_removed", "data:x\n\ndata:  y\n\ndata: z \n\ndata:\tw\n\n", []sseEvent{ev("x"), ev(" y"), ev("z "), ev("\tw")}, io.EOF},
 		{"value_split_at_first_colon", "data: a:b: c\n\n", []sseEvent{ev("a:b: c")}, io.EOF},
+		{"colon_in_short_field_values", "id:1:2\nevent:x:y\ndata:a:b\n\n", []sseEvent{{"a:b", "x:y", "1:2"}}, io.EOF},
 		{"comments", ": ping\ndata: a\n: in the middle\ndata: b\n\n:\n\n", []sseEvent{ev("a\nb")}, io.EOF},
 		{"unknown_fields_ignored", "foo: bar\nData: no\nretry: 10\ndata: a\nDATA: b\n\n", []sseEvent{ev("a")}, io.EOF},
 		{"pending_event_at_eof_discarded", "data: a\n\ndata: [DONE]", []sseEvent{ev("a")}, io.ErrUnexpectedEOF},
@@ -1003,6 +1004,7 @@ func TestSSESpecEdges(t *testing.T) {
 	// every run.
 	t.Run("random_bodies_random_cuts", func(t *testing.T) {
 		pieces := []string{"data: a", "data:b", "data", "data: [DONE]", ": c", "id: 1", "id", "event: e", "x: y", "é",
+			"id:1:2", "data:a:b", "dat:a", "event:x:y",
 			"\r", "\n", "\r\n", "\r", "\n", "\r\n", "\n\n", "\r\r", "\r\n\r\n", "\xef\xbb\xbf"}
 		rng := rand.New(rand.NewSource(2))
 		for n := 0; n < 3000; n++ {

@@ -92,10 +92,11 @@ func (er *EventReader) Next() ([]byte, error) {
 		if typ == "" {
 			er.typ = "message"
 		}
+		data := er.data
 		if er.inBuf {
-			return er.first, nil
+			data, er.inBuf = er.first, false
 		}
-		return er.data, nil
+		return data, nil
 	}
 	// course: end EventReader_Next
 }
@@ -201,8 +202,8 @@ func (er *EventReader) field(line []byte) {
 	if line[0] == ':' {
 		return // a comment
 	}
-	name, value := line, line[len(line):] // a line without a colon is a name with an empty value
-	if len(line) > 4 && line[4] == ':' {  // "data:", the usual line, found without a search
+	name, value := line, line[len(line):]                              // a line without a colon is a name with an empty value
+	if len(line) > 4 && line[4] == ':' && string(line[:4]) == "data" { // the usual line, without a search
 		name, value = line[:4], line[5:]
 		if len(value) > 0 && value[0] == ' ' {
 			value = value[1:]
