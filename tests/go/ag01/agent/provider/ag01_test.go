@@ -264,13 +264,19 @@ func TestRequestBody(t *testing.T) {
 	}
 	checkBody(req.Body, "the body on the wire")
 
-	ch, err = openAI(srv.baseURL(), func(c *provider.Config) { c.APIKey = "" }).ChatStream(testContext(t), []types.Message{user("hi")}, nil)
+	empty := []types.Message{user("hi"), {Role: types.RoleAssistant}, user("")}
+	ch, err = openAI(srv.baseURL(), func(c *provider.Config) { c.APIKey, c.Client = "", nil }).ChatStream(testContext(t), empty, nil)
 	if err != nil {
-		t.Fatalf("ChatStream without an API key: %v", err)
+		t.Fatalf("ChatStream without an API key and with no Client (http.DefaultClient): %v", err)
 	}
 	drain(t, ch, 10*time.Second)
 	if got, ok := srv.lastRequest().Header["Authorization"]; ok {
 		t.Errorf("with no APIKey: got an Authorization header %q, want none", got)
+	}
+	var wantEmpty any
+	mustUnmarshal(t, `[{"role":"user","content":"hi"},{"role":"assistant","content":""},{"role":"user","content":""}]`, &wantEmpty)
+	if got := srv.lastRequest().Body["messages"]; !reflect.DeepEqual(got, wantEmpty) {
+		t.Errorf("messages without tool calls keep their text, even empty: got %s, want %s (null is only for an assistant's empty text beside tool calls)", show(got), show(wantEmpty))
 	}
 }
 
@@ -286,8 +292,8 @@ func TestAPIErrorNotRetried(t *testing.T) {
 	if apiErr.Status != 400 || apiErr.Type != "invalid_request_error" || apiErr.Code != "code_400" || apiErr.Message != "bad model" || apiErr.RetryAfter != 0 {
 		t.Errorf("APIError: got %+v, want Status 400, Type invalid_request_error, Code code_400, Message \"bad model\", RetryAfter 0", *apiErr)
 	}
-	if msg := apiErr.Error(); !strings.Contains(msg, "400") || !strings.Contains(msg, "bad model") {
-		t.Errorf("APIError.Error(): got %q, want the status and the message in it", msg)
+	if msg := apiErr.Error(); msg != "HTTP 400 invalid_request_error: bad model" {
+		t.Errorf("APIError.Error(): got %q, want %q (status, type, message)", msg, "HTTP 400 invalid_request_error: bad model")
 	}
 	if n := srv.requestCount(); n != 1 {
 		t.Errorf("requests: got %d, want 1 (a 400 fails the same way every time)", n)
@@ -472,11 +478,12 @@ func isError(d types.Delta) bool { _, ok := d.(types.ErrorDelta); return ok }
 
 func TestRetryBeforeFirstContent(t *testing.T) {
 	failures := map[string]reply{
-		"reset-after-role-chunk": resetAfterRole(),
-		"server_error-event":     errorEvent("server_error"),
-		"cut-before-content":     cutAfterText(),
+		"reset-after-role-chunk":         resetAfterRole(),
+		"server_error-event":             errorEvent("server_error"),
+		"cut-before-content":             cutAfterText(),
+		"clean-end-without-done-no-text": endAfter(func(map[string]any) []string { return nil }),
 	}
-	for _, name := range []string{"reset-after-role-chunk", "server_error-event", "cut-before-content"} {
+	for _, name := range []string{"reset-after-role-chunk", "server_error-event", "cut-before-content", "clean-end-without-done-no-text"} {
 		t.Run(name, func(t *testing.T) {
 			srv := newScripted(t, failures[name], textReply("Hel", "lo"))
 			sleeps := &sleepRecorder{}
@@ -523,6 +530,9 @@ func TestNoRetryAfterContent(t *testing.T) {
 		{"cut-after-three-tokens", cutAfterText("a", " b", " c"), []string{"a", " b", " c"}},
 		{"server_error-after-three-tokens", errorEvent("server_error", "a", " b", " c"), []string{"a", " b", " c"}},
 		{"cut-after-a-tool-call-began", toolCallThenCut, []string{}},
+		{"clean-end-without-done-after-text", endAfter(func(body map[string]any) []string {
+			return []string{chunkEvent(body, map[string]any{"content": "a"}, nil), chunkEvent(body, map[string]any{}, "stop")}
+		}), []string{"a"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -540,6 +550,8 @@ func TestNoRetryAfterContent(t *testing.T) {
 			}
 			if len(deltas) == 0 || !isError(deltas[len(deltas)-1]) {
 				t.Errorf("last delta: want an ErrorDelta (all deltas: %s)", show(got))
+			} else if err := deltas[len(deltas)-1].(types.ErrorDelta).Err; strings.HasPrefix(c.name, "clean-end") && !errors.Is(err, provider.ErrNoDone) {
+				t.Errorf("a body that ends cleanly before [DONE]: got ErrorDelta{%v}, want ErrNoDone (only [DONE] ends a stream well)", err)
 			}
 			for _, d := range deltas {
 				if _, done := d.(types.DoneDelta); done {
@@ -966,7 +978,8 @@ func TestSSESpecEdges(t *testing.T) {
 		// an id alone dispatches nothing but is the last event id from then on, until an empty id resets it
 		{"id_from_earlier_block_kept_until_reset", "id: 7\n\ndata: x\n\ndata: y\n\nid\ndata: z\n\ndata: w\n\n",
 			[]sseEvent{{"x", "message", "7"}, {"y", "message", "7"}, {"z", "message", ""}, {"w", "message", ""}}, io.EOF},
-		{"id_with_nul_ignored", "id: 1\x002\ndata: a\n\n", []sseEvent{ev("a")}, io.EOF},
+		{"id_with_nul_ignored", "id: 1\x002\ndata: a\n\nid: \x00\ndata: b\n\n", []sseEvent{ev("a"), ev("b")}, io.EOF},
+		{"empty_values_after_colon", "id: 3\ndata: a\n\nid:\nevent:\ndata: b\n\n", []sseEvent{{"a", "message", "3"}, ev("b")}, io.EOF},
 		{"unicode_line_separators_are_not_line_ends", "data: a\u2028b\u2029c\u0085d\x0be\x0cf\x1cg\n\n", []sseEvent{ev("a\u2028b\u2029c\u0085d\x0be\x0cf\x1cg")}, io.EOF},
 	}
 	for _, c := range cases {
@@ -1140,6 +1153,7 @@ func TestRetryAfterCapped(t *testing.T) {
 		{provider.RetryPolicy{MaxRetryAfter: 5 * time.Second}, "5", true, "Retry-After: 5 with MaxRetryAfter 5s (at the cap is still honored)"},
 		{provider.RetryPolicy{}, "60", true, "Retry-After: 60 with the default MaxRetryAfter (60s)"},
 		{provider.RetryPolicy{}, "61", false, "Retry-After: 61 with the default MaxRetryAfter (60s)"},
+		{provider.RetryPolicy{}, "1e12", false, "Retry-After: 1e12 (longer than a time.Duration holds)"},
 	} {
 		srv := newScripted(t, httpError(429, "", "", c.header), textReply("ok"))
 		sleeps := &sleepRecorder{}

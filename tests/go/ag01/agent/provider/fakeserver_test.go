@@ -248,6 +248,18 @@ func cutAfterText(pieces ...string) reply {
 	})
 }
 
+// endAfter streams the role chunk and the given events, then ends the body cleanly, without [DONE]:
+// to HTTP a finished answer, to the contract a cut one.
+func endAfter(events func(body map[string]any) []string) reply {
+	return func(w http.ResponseWriter, r *http.Request, body map[string]any, s *scriptedServer) {
+		f := startStream(w)
+		writeEvent(w, f, chunkEvent(body, map[string]any{"role": "assistant", "content": ""}, nil))
+		for _, e := range events(body) {
+			writeEvent(w, f, e)
+		}
+	}
+}
+
 // resetAfterRole sends the head and the role chunk, then aborts the connection with a TCP RST.
 func resetAfterRole() reply {
 	return func(w http.ResponseWriter, r *http.Request, body map[string]any, s *scriptedServer) {

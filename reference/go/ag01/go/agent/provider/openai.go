@@ -256,11 +256,15 @@ func apiError(resp *http.Response) *APIError {
 	return e
 }
 
-// retryAfter reads Retry-After as delta-seconds; anything else (the HTTP-date form included) is 0.
+// retryAfter reads Retry-After as delta-seconds; anything else (the HTTP-date form, a negative or
+// infinite number) is 0. A wait longer than a Duration holds is the longest Duration: far too long.
 func retryAfter(header string) time.Duration {
 	seconds, err := strconv.ParseFloat(strings.TrimSpace(header), 64)
-	if err != nil || math.IsNaN(seconds) || seconds < 0 || seconds > math.MaxInt64/float64(time.Second) {
+	if err != nil || math.IsNaN(seconds) || math.IsInf(seconds, 0) || seconds < 0 {
 		return 0
+	}
+	if seconds >= math.MaxInt64/float64(time.Second) {
+		return math.MaxInt64
 	}
 	return time.Duration(seconds * float64(time.Second))
 }
