@@ -22,7 +22,7 @@ KINDS = ("unit", "conformance", "boundary", "fault")
 # Progressive hints per catalog test: the idea, then the rule or section, then the shape of the code.
 HINT_LEVELS = 3
 # The fields of a track section every language shares; any other field is the adapter's to read.
-TRACK_FIELDS = ("files", "given", "run", "services", "mutants", "selftest")
+TRACK_FIELDS = ("files", "given", "run", "services", "mutants", "selftest", "hints")
 # Where a catalog entry's rule is stated for the learner: a heading of the chapter's text, or a
 # symbol of a starter file that carries a docstring ("agent/provider/sse.py::EventReader.feed").
 STATED_IN = ("section", "docstring")
@@ -86,6 +86,12 @@ class Track:
     selftest: str = ""
     # Where the tests run from, when not the chapter's catalog (selftest: the learner's own tests).
     tests_at: Optional[Path] = field(default=None, hash=False, compare=False)
+    # Hints written for this track, by catalog name, in place of the entry's (which name another
+    # language's functions at their later levels).
+    hints: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False, compare=False)
+
+    def hints_for(self, entry: CatalogEntry) -> tuple[str, ...]:
+        return self.hints.get(entry.name, entry.hints)
 
     @property
     def starter(self) -> Path:
@@ -277,6 +283,16 @@ def _stated_in(f: Fields, name: str) -> tuple[tuple[str, str], ...]:
     return tuple(places)
 
 
+def _track_hints(f: "Fields", names: set[str]) -> dict[str, tuple[str, ...]]:
+    raw = f.get("hints", dict, {})
+    hints = {}
+    for name in raw:
+        if name not in names:
+            raise ManifestError(f"{f.where}: hints for {name!r}, which is not in the catalog")
+        hints[name] = Fields(raw, f"{f.where}, hints").strings(name)
+    return hints
+
+
 def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
     top = Fields(raw, f"chapter {where}")
     chapter_id = top.get("id", str)
@@ -342,6 +358,7 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             mutants=tuple(mutants),
             options={k: v for k, v in body.items() if k not in TRACK_FIELDS},
             selftest=f.get("selftest", str, ""),
+            hints=_track_hints(f, {e.name for e in catalog}),
         )
 
     return Chapter(

@@ -570,14 +570,15 @@ def hint(test: str | None, chapter: Any) -> None:
         failing = failing or [e.name for e in chapter.catalog]
         entry = next(e for e in chapter.catalog if e.name in failing) if any(
             e.name in failing for e in chapter.catalog) else chapter.catalog[0]
-    if not entry.hints:
+    hints = track.hints_for(entry)
+    if not hints:
         raise UsageError(f"{adapter.test_name(entry.name)} has no hints yet")
     used = state.hints.get(entry.name, 0)
     level = min(used + 1, HINT_LEVELS)
     where = f", {entry.section_label}" if entry.section_label else ""
     name = adapter.test_name(entry.name)
     echo(click.style(f"{name} ({chapter.id}{where}): hint {level} of {HINT_LEVELS}", bold=True))
-    for number, text in enumerate(entry.hints[:level], 1):
+    for number, text in enumerate(hints[:level], 1):
         mark = click.style(f"  {number}. ", fg="cyan", bold=number == level)
         echo(mark + text)
     if level < HINT_LEVELS:
