@@ -66,6 +66,11 @@ def test_start_stubs_then_reference(course, learner):
     assert "func NewEventReader(r io.Reader) *EventReader" in shown.out and "## 4. The interface" in shown.out, (
         "show must give the Go interface section to a Go learner")
 
+    course("hint", "TestSeams", cwd=learner)
+    hinted = course("hint", "TestSeams", cwd=learner)
+    assert hinted.code == 0 and "CallContextFrom" in hinted.out and "current_call_context" not in hinted.out, (
+        f"a Go learner's hints name Go's API: {hinted.out}")
+
     stubs = course("check", cwd=learner, timeout=900)
     assert stubs.code == 1, f"check on the stubs: exit {stubs.code}\n{stubs.out}\n{stubs.err}"
     assert "0 passed, 17 failed" in stubs.out, f"every test must fail on the stubs:\n{stubs.out}"
