@@ -935,6 +935,11 @@ def main() -> None:
     rundir.enter()
     try:
         sys.exit(cli.main(standalone_mode=False, prog_name="course") or 0)
+    except click.UsageError as exc:  # one line, as every other usage error: what is wrong, where to look
+        command = exc.ctx.command_path if exc.ctx else "course"
+        what = "commands" if exc.ctx is None or isinstance(exc.ctx.command, click.Group) else "options"
+        click.echo(f"course: {exc.format_message()} (`{command} --help` lists the {what})", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
