@@ -264,7 +264,9 @@ def check(chapter_id: str | None, reference: bool, select: str, timeout: float |
             if entry.test_name not in report.shown:
                 report.entry(entry)
     if coverage:
-        report.coverage(result, [name for name in track.files if name not in track.given], select=select)
+        # a learner's own files; on the reference, every file (the given ones are the course's code too)
+        mine = [name for name in track.files if repo is None or name not in track.given]
+        report.coverage(result, mine, select=select, whose="the reference's" if repo is None else "your")
     hint = "" if select else diagnose(chapter, track, result)
     if hint:
         echo("")

@@ -1,17 +1,21 @@
 """`course verify`: prove a chapter sound, for every chapter and language.
 
-1. The manifest is consistent: every file, test and mutant it names exists, ids are unique.
+1. The manifest is consistent: every file, test and mutant it names exists, ids are unique, and
+   each catalog entry names where the chapter states its rule (a heading, a documented symbol).
 2. The reference passes the whole catalog.
 3. Every catalog test fails on the freshly rendered stubs (a test that passes on a stub checks nothing).
 4. The reference passes again with the cases in a shuffled order (a test that passes only because an
    earlier one left state behind is caught), seeded and the seed printed so the order can be repeated.
-5. Every documented mutant is killed by at least one of the tests the manifest says catch it.
+5. That run measures coverage: every line and branch of the reference is run by its own catalog,
+   except lines marked as excluded with the reason written beside them.
+6. Every documented mutant is killed by at least one of the tests the manifest says catch it.
 Each mutant's kill signature is recorded in the chapter's signatures.json for `course check` hints.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +24,7 @@ from typing import Callable
 from course import languages
 from course.chapters import Chapter, Track
 from course.check import run_check
+from course.check.coverage import coverage_figure, coverage_gaps
 from course.check.results import PASS
 
 
@@ -27,7 +32,7 @@ from course.check.results import PASS
 class Finding:
     chapter: str
     language: str
-    step: str  # manifest | reference | stubs | shuffled | mutants
+    step: str  # manifest | reference | stubs | shuffled | coverage | mutants
     ok: bool
     detail: str = ""
 
@@ -68,6 +73,7 @@ def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
     for test in sorted(set(defined) - catalogued):
         problems.append(f"{test} in {track.tests} is not in the catalog (course check would never run it)")
     problems.extend(adapter.catalog_problems(track))
+    problems.extend(stated_in_problems(chapter, track))
     if track.run and not (track.tests / track.run).is_file():
         problems.append(f"run script missing: {track.tests / track.run}")
     for dup in _duplicates([m.id for m in track.mutants]):
@@ -90,6 +96,55 @@ def default_seed(track: Track) -> int:
     return int(track.catalog_digest()[:8], 16)
 
 
+def headings(markdown: str) -> set[str]:
+    """The text of each heading (ATX style, '## 2.2 Server-sent events'), outside fenced code."""
+    found, fence = set(), ""
+    for line in markdown.splitlines():
+        stripped = line.strip()
+        if fence:
+            if stripped.startswith(fence):
+                fence = ""
+            continue
+        if stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+            continue
+        heading = re.match(r" {0,3}#{1,6}\s+(.*?)(\s+#+)?\s*$", line)
+        if heading:
+            found.add(heading.group(1))
+    return found
+
+
+def stated_in_problems(chapter: Chapter, track: Track) -> list[str]:
+    """Each catalog entry names where the chapter states the rule it checks, and that place exists:
+    a heading of the chapter's text, or a documented symbol of a file the learner receives."""
+    from course.scaffold import render
+
+    adapter = languages.get(track.language)
+    sections = headings(chapter.text_path.read_text(encoding="utf-8")) if chapter.text_path.is_file() else set()
+    other_tracks = {name for t in chapter.tracks.values() if t is not track for name in t.files}
+    problems, rendered = [], {}
+    for entry in chapter.catalog:
+        test = adapter.test_name(entry.name)
+        if not entry.stated_in:
+            problems.append(f"{chapter.id} {test}: no stated_in (the section or docstring that states its rule)")
+        for kind, where in entry.stated_in:
+            if kind == "section" and where not in sections:
+                problems.append(f"{chapter.id} {test}: stated_in section {where!r} is not a heading of {chapter.text_path.name}")
+            if kind != "docstring":
+                continue
+            path, _, symbol = where.partition("::")
+            if path not in track.files:
+                if path not in other_tracks:
+                    problems.append(f"{chapter.id} {test}: stated_in docstring {where!r}: {path} is not a file of the chapter")
+                continue
+            if path not in rendered:
+                rendered[path] = render(chapter, track, path)
+            if not adapter.has_docstring(rendered[path], symbol):
+                problems.append(f"{chapter.id} {test}: stated_in docstring {where!r}: "
+                                f"{symbol or 'the module'} has no docstring in the starter's {path}")
+    return problems
+
+
 def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], None],
                  seed: int | None = None) -> ChapterVerdict:
     from course.mutation.documented import BaselineFailed, run_mutants
@@ -103,7 +158,7 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
         say(finding)
 
     problems = manifest_problems(chapter, track)
-    note("manifest", not problems, "; ".join(problems) or
+    note("manifest", not problems, "\n".join(problems) or
          f"{len(chapter.catalog)} tests, {len(track.files)} files, {len(track.mutants)} mutants")
     if problems:
         return verdict
@@ -122,11 +177,15 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
     if not reference.ok:
         return verdict
     seed = default_seed(track) if seed is None else seed
-    shuffled = run_check(chapter, track, track.reference, shuffle=seed)
+    shuffled = run_check(chapter, track, track.reference, shuffle=seed, coverage=True)
     again = f"seed {seed}; `course verify {chapter.id} --seed {seed}` repeats this order"
     note("shuffled", shuffled.ok, f"{shuffled.passed} of {shuffled.total} tests pass in a shuffled order ({again})"
          + (f"; these fail only in this order: {', '.join(sorted(shuffled.failing))}" if shuffled.failing else "")
          + (f": {shuffled.problem}" if shuffled.problem else ""))
+    gaps = coverage_gaps(shuffled.coverage or {}) + languages.get(track.language).exclusion_problems(track)
+    note("coverage", not gaps and bool(shuffled.coverage),
+         "branch coverage of the reference by its catalog: " + coverage_figure(shuffled.coverage or {})
+         + "".join(f"\n{gap}" for gap in gaps))
 
     if not track.mutants:
         return verdict

@@ -76,7 +76,7 @@ class TerminalReport:
         self.echo(textwrap.indent(problem, "    "))
         self.echo("  the tests it kept from running are marked error until this is fixed.")
 
-    def coverage(self, result: CheckResult, files: list[str], *, select: str = "") -> None:
+    def coverage(self, result: CheckResult, files: list[str], *, select: str = "", whose: str = "your") -> None:
         """The lines of the learner's own files that no test ran: code either unneeded or unproven."""
         self.echo("")
         measured = result.coverage or {}
@@ -88,9 +88,9 @@ class TerminalReport:
         gaps = [(name, described) for name, described in gaps if described]
         scope = "the tests chosen with -k" if select else "the catalog"
         if not gaps:
-            self.echo(f"coverage: {scope} ran every line and branch of your files")
+            self.echo(f"coverage: {scope} ran every line and branch of {whose} files")
             return
-        self.echo(f"coverage: lines of your files that {scope} never ran (unneeded, or not yet proven by a test)")
+        self.echo(f"coverage: lines of {whose} files that {scope} never ran (unneeded, or not yet proven by a test)")
         for name, described in gaps:
             self.echo(f"  {name}: {described}")
 
