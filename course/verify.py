@@ -74,6 +74,11 @@ def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
         problems.append(f"{test} in {track.tests} is not in the catalog (course check would never run it)")
     problems.extend(adapter.catalog_problems(track))
     problems.extend(stated_in_problems(chapter, track))
+    from course.services import SERVICES
+
+    for service in track.services:
+        if service not in SERVICES:
+            problems.append(f"service {service!r} is unknown; the services are: {', '.join(SERVICES)}")
     if track.run and not (track.tests / track.run).is_file():
         problems.append(f"run script missing: {track.tests / track.run}")
     for dup in _duplicates([m.id for m in track.mutants]):
@@ -147,7 +152,8 @@ def stated_in_problems(chapter: Chapter, track: Track) -> list[str]:
 
 def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], None],
                  seed: int | None = None) -> ChapterVerdict:
-    from course.mutation.documented import BaselineFailed, run_mutants
+    from course.errors import BaselineFailed
+    from course.mutation.documented import run_mutants
     from course.scaffold import render_all
 
     verdict = ChapterVerdict()

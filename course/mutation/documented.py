@@ -20,14 +20,10 @@ from course import processes
 from course.chapters import Chapter, Mutant, Track
 from course.check import run_check
 from course.check.results import TIMEOUT, CheckResult
-from course.errors import CourseError
-from course.mutation.apply import StaleMutant, apply
+from course.errors import BaselineFailed, StaleMutant
+from course.mutation.apply import apply
 
 KILLED, SURVIVED, TIMED_OUT, STALE = "killed", "survived", "timeout", "stale"
-
-
-class BaselineFailed(CourseError):
-    """The catalog does not pass on the untouched reference, so no mutant can be judged."""
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """The ag01 catalog: a streaming client for OpenAI-compatible chat completions, and its retry wrapper.
 
-Tests run in catalog order. The recorded streams live in fixtures/ag01/streams.json; network tests talk
+Tests run in catalog order. The recorded streams live in fixtures/ag01/streams.json (the harness names
+the folder in COURSE_FIXTURES); network tests talk
 only to the course fake model on 127.0.0.1; retry waits go to a recorder, never to time.sleep.
 """
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import threading
 from pathlib import Path
 from types import BuiltinFunctionType, FunctionType, GeneratorType, ModuleType
@@ -18,7 +20,7 @@ from agent import types
 from agent.provider import errors, openai, retry, sse
 from course import fake_model
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "fixtures" / "ag01"
+FIXTURES = Path(os.environ["COURSE_FIXTURES"])
 STREAMS = json.loads((FIXTURES / "streams.json").read_text(encoding="utf-8"))
 READ_SIZES = (1, 7, 65536)
 
