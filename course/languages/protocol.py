@@ -87,6 +87,7 @@ class CaseFinished:
     where: str = ""  # the learner's file:line the failure points at
     test_line: str = ""  # the catalog's file:line that failed
     details: str = ""  # the full traceback or log, shown with -v
+    failed_at: str = ""  # which check failed, and how ('test_x.py:41 AssertionError'): kill signatures
     output: str = ""  # what the test printed
     duration: float = 0.0
     failed_at: str = ""  # which check failed and how (test lines down to it, exception type): hints tell bugs apart by it
