@@ -90,7 +90,6 @@ class CaseFinished:
     failed_at: str = ""  # which check failed, and how ('test_x.py:41 AssertionError'): kill signatures
     output: str = ""  # what the test printed
     duration: float = 0.0
-    failed_at: str = ""  # which check failed and how (test lines down to it, exception type): hints tell bugs apart by it
 
 
 @dataclass(frozen=True)
