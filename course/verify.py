@@ -28,6 +28,7 @@ from course.chapters import HINT_LEVELS, Chapter, Track
 from course.check import run_check
 from course.check.coverage import coverage_figure, coverage_gaps
 from course.check.results import PASS
+from course.errors import CourseError
 
 
 @dataclass
@@ -79,7 +80,7 @@ def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
         from course.scaffold import starter_problems
 
         problems.extend(starter_problems(chapter, track))  # what `start` would write, out of step
-        problems.extend(stated_in_problems(chapter, track))  # it renders the starter too
+        problems.extend(stated_in_problems(chapter, track))  # which renders the starter too
     from course.services import SERVICES
 
     for service in track.services:
@@ -139,7 +140,8 @@ def stated_in_problems(chapter: Chapter, track: Track) -> list[str]:
     adapter = languages.get(track.language)
     sections = headings(chapter.text_path.read_text(encoding="utf-8")) if chapter.text_path.is_file() else set()
     other_tracks = {name for t in chapter.tracks.values() if t is not track for name in t.files}
-    problems, rendered = [], {}
+    problems: list[str] = []
+    rendered: dict[str, str | None] = {}
     for entry in chapter.catalog:
         test = adapter.test_name(entry.name)
         if not entry.stated_in:
@@ -155,8 +157,11 @@ def stated_in_problems(chapter: Chapter, track: Track) -> list[str]:
                     problems.append(f"{chapter.id} {test}: stated_in docstring {where!r}: {path} is not a file of the chapter")
                 continue
             if path not in rendered:
-                rendered[path] = render(chapter, track, path)
-            if not adapter.has_docstring(rendered[path], symbol):
+                try:
+                    rendered[path] = render(chapter, track, path)
+                except CourseError:
+                    rendered[path] = None  # the starter's own problem, reported beside this one
+            if rendered[path] is not None and adapter.has_docstring(rendered[path], symbol) is False:
                 problems.append(f"{chapter.id} {test}: stated_in docstring {where!r}: "
                                 f"{symbol or 'the module'} has no docstring in the starter's {path}")
     return problems
