@@ -9,7 +9,8 @@
 4. The reference passes again with the cases in a shuffled order (a test that passes only because an
    earlier one left state behind is caught), seeded and the seed printed so the order can be repeated.
 5. That run measures coverage: every line and branch of the reference is run by its own catalog,
-   except lines marked as excluded with the reason written beside them.
+   except lines marked as excluded with the reason written beside them (a track still short of
+   that records its floor in the manifest, `coverage_floor`; the lines no test runs are listed).
 6. Every documented mutant is killed by at least one of the tests the manifest says catch it.
 Each mutant's kill signature is recorded in the chapter's signatures.json for `course check` hints.
 """
@@ -26,7 +27,7 @@ from typing import Callable
 from course import languages
 from course.chapters import HINT_LEVELS, Chapter, Track
 from course.check import run_check
-from course.check.coverage import coverage_figure, coverage_gaps
+from course.check.coverage import coverage_figure, coverage_gaps, coverage_percent
 from course.check.results import PASS
 from course.errors import CourseError
 
@@ -213,10 +214,15 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
     note("shuffled", shuffled.ok, f"{shuffled.passed} of {shuffled.total} tests pass in a shuffled order ({again})"
          + (f"; these fail only in this order: {', '.join(sorted(shuffled.failing))}" if shuffled.failing else "")
          + (f": {shuffled.problem}" if shuffled.problem else ""))
-    gaps = coverage_gaps(shuffled.coverage or {}) + languages.get(track.language).exclusion_problems(track)
-    note("coverage", not gaps and bool(shuffled.coverage),
-         "branch coverage of the reference by its catalog: " + coverage_figure(shuffled.coverage or {})
-         + "".join(f"\n{gap}" for gap in gaps))
+    measured = shuffled.coverage or {}
+    unexplained = languages.get(track.language).exclusion_problems(track)
+    short = bool(measured) and coverage_percent(measured) < track.coverage_floor
+    floor = f" (below this track's floor of {track.coverage_floor:g}%)" if short else \
+        f" (this track's floor: {track.coverage_floor:g}%; every line and branch is the goal)" \
+        if track.coverage_floor < 100 else ""
+    note("coverage", bool(measured) and not short and not unexplained,
+         "branch coverage of the reference by its catalog: " + coverage_figure(measured) + floor
+         + "".join(f"\n{gap}" for gap in coverage_gaps(measured) + unexplained))
 
     if not track.mutants:
         return verdict

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
+
 from tiny import CHAPTER, tiny_chapter
 
 from course.languages.python.worker import shuffled_rank
@@ -118,6 +120,21 @@ def test_the_coverage_gate_fails_a_reference_with_an_untested_branch(course, tmp
     assert "branch coverage of the reference by its catalog: " in step[0], step
     assert "55.6% (1 of 2 branches, 4 of 7 lines)" in step[0], step
     assert step[1:] == ["calc.py: 3-4, 9"], step
+
+    # a track short of 100% may record its floor: verify holds it there, and still lists the gaps
+    manifest = root / "chapters" / CHAPTER / "chapter.yaml"
+    data = yaml.safe_load(manifest.read_text())
+    data["tracks"]["python"]["coverage_floor"] = 55
+    manifest.write_text(yaml.safe_dump(data, sort_keys=False))
+    ran = course("verify", CHAPTER, cwd=tmp_path, env={"COURSE_CONTENT": str(root)})
+    step = finding(ran.out, "coverage")
+    assert ran.code == 0 and "ok" in step[0] and "(this track's floor: 55%" in step[0], ran.out
+    assert step[1:] == ["calc.py: 3-4, 9"], step
+    data["tracks"]["python"]["coverage_floor"] = 60
+    manifest.write_text(yaml.safe_dump(data, sort_keys=False))
+    ran = course("verify", CHAPTER, cwd=tmp_path, env={"COURSE_CONTENT": str(root)})
+    step = finding(ran.out, "coverage")
+    assert ran.code == 1 and "FAIL" in step[0] and "(below this track's floor of 60%)" in step[0], ran.out
 
     # the same gaps, each excluded with a reason, pass; an exclusion without one is named
     explained = BRANCHY.replace("    if a < 0:", "    if a < 0:  # pragma: no branch - negative input is the caller's bug") \
