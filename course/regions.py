@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from course.errors import ManifestError
 
@@ -75,6 +76,17 @@ def regions(text: str, where: str) -> list[Region]:
 def strip(text: str, where: str = "") -> str:
     """The file as a reader sees it: the reference's code, without the marker lines."""
     return "".join(piece if isinstance(piece, str) else piece.body for piece in split(text, where))
+
+
+def strip_files(root: Path, names: tuple[str, ...]) -> None:
+    """Remove the marker lines from the named files under `root` (a copy of a reference), so that
+    line numbers are the code's own: what a documented mutant's diff is written against."""
+    for name in names:
+        path = root / name
+        if path.is_file():
+            text = path.read_text(encoding="utf-8")
+            if any(MARKER.match(line) for line in text.splitlines()):
+                path.write_text("".join(without_markers(text.splitlines(keepends=True))), encoding="utf-8")
 
 
 def without_markers(lines: list[str]) -> list[str]:
