@@ -78,3 +78,31 @@ def syn(course, content: Path):  # noqa: ANN001, ANN201
 def syn_reference(content: Path, into: Path) -> None:
     shutil.copytree(content / "reference" / "python" / SYN, into, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def start_in_process(content: Path, learner: Path) -> None:
+    """`course start syn` in the learner's repository, run in this process (click's CliRunner): a
+    test that needs a started chapter need not pay for a second interpreter to get one."""
+    from click.testing import CliRunner
+
+    from course import chapters
+    from course import content as course_content
+    from course.cli import cli
+
+    def forget() -> None:
+        course_content.root.cache_clear()
+        chapters.load_all.cache_clear()
+
+    forget()
+    try:
+        result = CliRunner().invoke(cli, ["start", SYN, "--dir", str(learner)], env={"COURSE_CONTENT": str(content)})
+    finally:
+        forget()
+    assert result.exit_code == 0, result.output
+
+
+@pytest.fixture
+def started(content: Path, learner: Path) -> Path:
+    """The learner's repository with the synthetic chapter started."""
+    start_in_process(content, learner)
+    return learner
