@@ -219,15 +219,20 @@ func errorEvent(typ string, pieces ...string) reply {
 	}
 }
 
-// cutAfter streams the given events (after the role chunk), then closes the connection in the
-// middle of the chunked body: every byte sent arrives, and then the body ends without its end.
+// roleThen streams the role chunk, then the given events.
+func roleThen(w http.ResponseWriter, body map[string]any, events func(body map[string]any) []string) {
+	f := startStream(w)
+	writeEvent(w, f, chunkEvent(body, map[string]any{"role": "assistant", "content": ""}, nil))
+	for _, e := range events(body) {
+		writeEvent(w, f, e)
+	}
+}
+
+// cutAfter streams the role chunk and the given events, then closes the connection in the middle
+// of the chunked body: every byte sent arrives, and then the body ends without its end.
 func cutAfter(events func(body map[string]any) []string) reply {
 	return func(w http.ResponseWriter, r *http.Request, body map[string]any, s *scriptedServer) {
-		f := startStream(w)
-		writeEvent(w, f, chunkEvent(body, map[string]any{"role": "assistant", "content": ""}, nil))
-		for _, e := range events(body) {
-			writeEvent(w, f, e)
-		}
+		roleThen(w, body, events)
 		conn, buf, err := w.(http.Hijacker).Hijack()
 		if err != nil {
 			return
@@ -252,11 +257,7 @@ func cutAfterText(pieces ...string) reply {
 // to HTTP a finished answer, to the contract a cut one.
 func endAfter(events func(body map[string]any) []string) reply {
 	return func(w http.ResponseWriter, r *http.Request, body map[string]any, s *scriptedServer) {
-		f := startStream(w)
-		writeEvent(w, f, chunkEvent(body, map[string]any{"role": "assistant", "content": ""}, nil))
-		for _, e := range events(body) {
-			writeEvent(w, f, e)
-		}
+		roleThen(w, body, events)
 	}
 }
 
