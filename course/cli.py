@@ -694,6 +694,7 @@ def selftest(chapter: Any, timeout: float, jobs: int | None) -> None:
     Your tests live in the chapter's selftest folder (`course start` writes an example there). Exit 0
     when every one of them passes on the reference and every documented mutant fails at least one.
     """
+    from course.mutation.documented import KILLED, TIMED_OUT
     from course.selftest import run_selftest, tests_folder
 
     target = _learner_chapter(chapter)
@@ -702,7 +703,7 @@ def selftest(chapter: Any, timeout: float, jobs: int | None) -> None:
     echo(f"{chapter.id}: your tests in {folder.relative_to(repo.root)}/, judged against the reference and "
          f"{len(track.mutants)} pitfall mutants")
     progress = _Progress(len(track.mutants), label="mutants", line=lambda r: f"  {r.mutant.id}: "
-                         f"{'caught' if r.status in ('killed', 'timeout') else 'not caught'}")
+                         f"{'caught' if r.status in (KILLED, TIMED_OUT) else 'not caught'}")
     try:
         result = run_selftest(chapter, track, repo.root, timeout=timeout, jobs=jobs, on_mutant=progress.step)
     finally:
