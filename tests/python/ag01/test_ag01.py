@@ -509,6 +509,8 @@ def test_retry_gives_up_at_max_attempts(fake, sleeps):
     [
         pytest.param(fake_model.reset_after(), id="reset-after-role-chunk"),
         pytest.param(fake_model.error_event("server_error"), id="server_error-event"),
+        pytest.param(fake_model.cut_mid_chunk(), id="closed-mid-chunk-after-role-chunk"),
+        pytest.param(fake_model.truncated(), id="event-cut-short-after-role-chunk"),
     ],
 )
 def test_retry_before_first_content(fake, sleeps, failure):
@@ -528,6 +530,8 @@ def test_retry_before_first_content(fake, sleeps, failure):
     [
         pytest.param(fake_model.reset_after("a", " b", " c"), id="reset-after-three-tokens"),
         pytest.param(fake_model.error_event("server_error", after=["a", " b", " c"]), id="server_error-after-three-tokens"),
+        pytest.param(fake_model.cut_mid_chunk("a", " b", " c"), id="closed-mid-chunk-after-three-tokens"),
+        pytest.param(fake_model.truncated("a", " b", " c"), id="event-cut-short-after-three-tokens"),
     ],
 )
 def test_no_retry_after_content(fake, sleeps, failure):
