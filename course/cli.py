@@ -184,6 +184,12 @@ def start(chapter: Any, directory: Path | None, language: str, switch: bool, ci:
     if not _can_write(root):
         raise UsageError(f"cannot start {chapter.id} in {root}: the folder is read-only")
     repo = LearnerRepo.open(root)
+    existing = repo.chapters.get(chapter.id)
+    if existing is not None and existing.language != track.language:
+        # the state records one track per chapter: a second track here would inherit the first's progress
+        raise UsageError(f"chapter {chapter.id} is started here in its {existing.language} track; start the "
+                         f"{track.language} track in a repository of its own "
+                         f"(`course start {chapter.id} --language {track.language} --dir OTHER`)")
     result = scaffold(chapter, track, root)
     if ci:
         from course.grading import workflow
@@ -553,10 +559,17 @@ def hint(test: str | None, chapter: Any) -> None:
     Each call reveals one more level: the idea, then the rule or the section of the text, then the
     shape of the code (never the code). The levels you used are recorded in .course.json.
     """
+    from course import chapters as chapter_data
     from course import languages
     from course.chapters import HINT_LEVELS
+    from course.errors import UnknownChapter
     from course.learner import LearnerRepo
 
+    if test and chapter is None:  # `course hint ag01`: a chapter, named as every other command takes one
+        try:
+            chapter, test = chapter_data.get(test), None
+        except UnknownChapter:
+            pass  # a test's name
     target = _learner_chapter(chapter)
     repo, chapter, track, state = target.repo, target.chapter, target.track, target.state
     adapter = languages.get(track.language)

@@ -210,3 +210,13 @@ def test_option_errors_are_one_line_like_every_usage_error(course, tmp_path: Pat
         ran = course(*args, cwd=tmp_path)
         lines = ran.err.strip().splitlines()
         assert ran.code == 2 and len(lines) == 1 and words in lines[0] and "--help" in lines[0], (args, ran.err)
+
+
+def test_a_second_track_of_a_started_chapter_needs_its_own_repository(course, learner: Path) -> None:
+    assert course("start", "ag01", cwd=learner).code == 0
+    before = sorted(p.relative_to(learner) for p in learner.rglob("*"))
+    state = (learner / ".course.json").read_bytes()
+    ran = course("start", "ag01", "--language", "go", cwd=learner)
+    assert ran.code == 2 and "started here in its python track" in ran.err and len(ran.err.strip().splitlines()) == 1, ran.err
+    assert sorted(p.relative_to(learner) for p in learner.rglob("*")) == before, "nothing written"
+    assert (learner / ".course.json").read_bytes() == state, "the python track's progress is kept as it was"

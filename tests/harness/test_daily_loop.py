@@ -303,3 +303,9 @@ def test_failed_first_runs_those_tests_first_and_reports_in_catalog_order() -> N
     assert result.ok, result.problem
     assert seen[:2] == [names[3], names[-1]], f"ran in the order {seen[:4]}..., want {first} first (in catalog order)"
     assert [e.entry.name for e in result.entries] == names, "the result lists the catalog's order"
+
+
+def test_hint_takes_a_chapter_name_as_every_command_does(course, learner: Path) -> None:
+    assert course("start", "ag01", cwd=learner).code == 0
+    ran = course("hint", "AG-01", cwd=learner)
+    assert ran.code == 0 and "hint 1 of 3" in ran.out, ran.out + ran.err
