@@ -152,6 +152,10 @@ def restore(chapter: Chapter, track: Track, root: Path, names: list[str], *, sta
         if target.exists():
             backup = root / BACKUP_DIR / stamp / name
             backup.parent.mkdir(parents=True, exist_ok=True)
+            ignore = root / BACKUP_DIR / ".gitignore"
+            if not ignore.exists():  # backups are the learner's safety net, not part of their history
+                ignore.write_text("# course reset keeps your earlier versions here; git need not track them\n*\n",
+                                  encoding="utf-8")
             if backup.exists():
                 raise FileExistsError(f"{backup} already exists")
             os.replace(target, backup)

@@ -86,6 +86,8 @@ def test_reset_moves_the_learners_file_to_a_backup_and_restores_the_stub(course,
     backups = list((learner / ".course" / "backup").rglob("types.py"))
     assert [b.read_text() for b in backups] == ["# an hour of my work\n"], backups
     assert str(backups[0].parent.parent) in ran.out, "reset must say where the learner's version went"
+    ignored = (learner / ".course" / "backup" / ".gitignore").read_text().splitlines()
+    assert "*" in ignored, "backups stay out of the learner's commits"
 
     same = course("reset", "agent/types.py", cwd=learner)
     assert same.code == 0 and "already the stub" in same.out
