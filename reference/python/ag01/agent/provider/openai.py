@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import http.client
 import json
 import math
@@ -68,7 +69,8 @@ def _tool_call_json(call: ToolCall) -> dict:
 
 
 def _tool_json(tool: ToolDef) -> dict:
-    function = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+    # a copy: a caller who edits the body before sending it must not edit the tool's schema too
+    function = {"name": tool.name, "description": tool.description, "parameters": copy.deepcopy(tool.parameters)}
     return {"type": "function", "function": function}
 
 

@@ -114,10 +114,11 @@ class EventReader:
             if not text:  # only part of a character so far
                 continue
             if after_cr and text[0] == "\n":
-                text = text[1:]
-                if not text:
-                    continue
+                text = text[1:]  # the LF of a CRLF whose CR ended the previous text
+            # set after every text, an emptied one included: a CR's LF can only come right after it
             after_cr = text.endswith("\r")
+            if not text:
+                continue
             if "\r" in text:  # CRLF first, so that its CR and LF do not end two lines
                 text = text.replace("\r\n", "\n").replace("\r", "\n")
             yield text
