@@ -17,6 +17,9 @@ from course import content
 from course.errors import ManifestError, UnknownChapter
 
 KINDS = ("unit", "conformance", "boundary", "fault")
+# Where a catalog entry's rule is stated for the learner: a heading of the chapter's text, or a
+# symbol of a starter file that carries a docstring ("agent/provider/sse.py::EventReader.feed").
+STATED_IN = ("section", "docstring")
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,9 @@ class CatalogEntry:
     kind: str
     checks: str
     why: str
+    weight: float = 1.0  # points the entry is worth when it passes (instructors' gradebooks)
+    task: int = 0  # the task it belongs to (exercism's task_id); 0 for none
+    stated_in: tuple[tuple[str, str], ...] = ()  # (kind, where): ("section", "2.2 Server-sent events")
 
 
 @dataclass(frozen=True)
@@ -161,7 +167,8 @@ class _Fields:
                 raise ManifestError(f"{self.where}: missing field {name!r}")
             return default
         value = self.raw[name]
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        numeric = kind is int or (isinstance(kind, tuple) and int in kind)
+        if not isinstance(value, kind) or (numeric and isinstance(value, bool)):
             want = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
             raise ManifestError(f"{self.where}: field {name!r} must be {want}, got {value!r}")
         return value
@@ -172,6 +179,17 @@ class _Fields:
         if bad:
             raise ManifestError(f"{self.where}: field {name!r} must list non-empty strings, got {bad[0]!r}")
         return tuple(values)
+
+
+def _stated_in(f: _Fields, name: str) -> tuple[tuple[str, str], ...]:
+    places = []
+    for i, item in enumerate(f.get("stated_in", list, [])):
+        (kind, where), *more = item.items() if isinstance(item, dict) and item else [(None, None)]
+        if more or kind not in STATED_IN or not isinstance(where, str) or not where.strip():
+            raise ManifestError(f"{f.where} ({name}): stated_in item #{i + 1} must be "
+                                f"'section: HEADING' or 'docstring: FILE::NAME', got {item!r}")
+        places.append((kind, where))
+    return tuple(places)
 
 
 def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
@@ -197,7 +215,14 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             kind=f.get("kind", str),
             checks=f.get("checks", str),
             why=f.get("why", str),
+            weight=float(f.get("weight", (int, float), 1)),
+            task=f.get("task", int, 0),
+            stated_in=_stated_in(f, f.get("name", str)),
         )
+        if entry.weight < 0 or entry.weight != entry.weight:
+            raise ManifestError(f"{f.where} ({entry.name}): field 'weight' must be a number of points, 0 or more")
+        if entry.task < 0:
+            raise ManifestError(f"{f.where} ({entry.name}): field 'task' must be a task number, 1 or more")
         if entry.kind not in KINDS:
             raise ManifestError(f"{f.where} ({entry.name}): field 'kind' must be one of {', '.join(KINDS)}")
         catalog.append(entry)

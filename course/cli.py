@@ -98,7 +98,9 @@ def list_cmd() -> None:
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
               help="The learner repository (default: the one you are in, or the enclosing git repository).")
 @click.option("--language", default="python", show_default=True, help="The track to start.")
-def start(chapter_id: str, directory: Path | None, language: str) -> None:
+@click.option("--ci", type=click.Choice(["github"]), default=None,
+              help="Also write a CI workflow that checks every push and uploads results.json.")
+def start(chapter_id: str, directory: Path | None, language: str, ci: str | None) -> None:
     """Write CHAPTER's stubs into your repository; never overwrites a file."""
     from course import chapters
     from course.learner import ChapterState, LearnerRepo, default_start_root, find_root, now
@@ -116,6 +118,11 @@ def start(chapter_id: str, directory: Path | None, language: str) -> None:
     root.mkdir(parents=True, exist_ok=True)
     repo = LearnerRepo.open(root)
     result = scaffold(chapter, track, root)
+    if ci:
+        from course.grading import workflow
+        from course.scaffold import write_new
+
+        write_new(root, str(workflow.target(ci)), workflow.text(ci), result)
     state = repo.chapters.setdefault(chapter.id, ChapterState(started=now(), language=language))
     state.language = language
     repo.current = chapter.id
@@ -199,10 +206,14 @@ def _any_chapter(given: str | None):  # noqa: ANN202
               help="Write exercism test-runner v3 results.json to this file.")
 @click.option("--junit-xml", "junit_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write JUnit XML to this file (for CI).")
+@click.option("--autograding", "autograding_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write GitHub Classroom's runner result (points per test) to this file.")
 @click.option("-v", "--verbose", is_flag=True, help="Full tracebacks and test output.")
 @click.option("--language", default="python", show_default=True, help="The track, with --reference.")
+@click.option("--coverage", is_flag=True, help="Also show the lines of your files that no test ran.")
 def check(chapter_id: str | None, reference: bool, select: str, timeout: float | None,
-          json_path: Path | None, junit_path: Path | None, verbose: bool, language: str) -> None:
+          json_path: Path | None, junit_path: Path | None, autograding_path: Path | None, verbose: bool,
+          language: str, coverage: bool) -> None:
     """Run the chapter's catalog on your code: exit 0 when every test passes, 1 otherwise."""
     from course import languages
     from course.check import DEFAULT_TIMEOUT, run_check
@@ -210,7 +221,7 @@ def check(chapter_id: str | None, reference: bool, select: str, timeout: float |
     from course.diagnose import diagnose
     from course.learner import LearnerRepo, fingerprint, now
 
-    _writable(json_path, junit_path)
+    _writable(json_path, junit_path, autograding_path)
     repo, chapter, track, state = _code_under_test(chapter_id, reference, language)
     code_root = track.reference if repo is None else repo.root
     where = "the course's reference" if repo is None else str(repo.root)
@@ -220,7 +231,7 @@ def check(chapter_id: str | None, reference: bool, select: str, timeout: float |
     report = TerminalReport(echo, verbose=verbose)
     echo(f"{chapter.id}: {chapter.title}  ({where})")
     result = run_check(chapter, track, code_root, timeout=timeout or DEFAULT_TIMEOUT, select=select,
-                       on_entry=report.entry)
+                       on_entry=report.entry, coverage=coverage)
     if repo is not None and not select:
         # Read again: another command may have saved since this one started.
         repo = LearnerRepo.open(repo.root)
@@ -231,8 +242,17 @@ def check(chapter_id: str | None, reference: bool, select: str, timeout: float |
         repo.current = chapter.id
         repo.save()
     try:
+        if json_path or autograding_path:
+            from course.grading.gradebook import check_record
+
+            record = check_record(chapter, track, repo, result)
+            doc = results_json(result, languages.get(track.language).test_sources(track), course=record)
         if json_path:
-            write_json(json_path, results_json(result, languages.get(track.language).test_sources(track)))
+            write_json(json_path, doc)
+        if autograding_path:
+            from course.grading.scores import autograding
+
+            write_json(autograding_path, autograding(doc, result))
         if junit_path:
             write_junit(junit_path, junit_xml(result, chapter.id))
     except OSError as exc:
@@ -243,6 +263,8 @@ def check(chapter_id: str | None, reference: bool, select: str, timeout: float |
         for entry in result.entries:
             if entry.test_name not in report.shown:
                 report.entry(entry)
+    if coverage:
+        report.coverage(result, [name for name in track.files if name not in track.given], select=select)
     hint = "" if select else diagnose(chapter, track, result)
     if hint:
         echo("")
@@ -274,14 +296,20 @@ def diff(chapter_id: str | None, force: bool) -> None:
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
-@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
 @click.option("--reference", is_flag=True, help="Run the demonstration on the course's reference.")
 @click.option("--language", default="python", show_default=True, help="The track, with --reference.")
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def run(chapter_id: str | None, reference: bool, language: str, args: tuple[str, ...]) -> None:
-    """Run the chapter's offline demonstration on your code."""
+@click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[CHAPTER] [DEMO OPTIONS]...")
+def run(reference: bool, language: str, args: tuple[str, ...]) -> None:
+    """Run the chapter's offline demonstration on your code.
+
+    Every other option is the demonstration's own and is passed to it as it is
+    (for example `course run ag02 --scenario retry`).
+    """
     from course import languages
 
+    # The chapter is the first word that is not an option; with none, the current chapter. Any other
+    # word belongs to the demonstration (click puts unknown options among the arguments, in order).
+    chapter_id, args = (args[0], args[1:]) if args and not args[0].startswith("-") else (None, args)
     repo, chapter, track, _ = _code_under_test(chapter_id, reference, language)
     code_root = track.reference if repo is None else repo.root
     if not track.run:
@@ -372,10 +400,11 @@ def mutants(chapter_id: str, only: str, json_path: Path | None, use_mutmut: bool
 
 
 class _Progress:
-    """A progress bar on a terminal; one plain line per finished mutant when piped."""
+    """A progress bar on a terminal; one plain line per finished item when piped."""
 
-    def __init__(self, total: int) -> None:
-        self.bar = click.progressbar(length=total, label="mutants", file=sys.stderr) if sys.stderr.isatty() else None
+    def __init__(self, total: int, label: str = "mutants", line=None) -> None:  # noqa: ANN001
+        self.bar = click.progressbar(length=total, label=label, file=sys.stderr) if sys.stderr.isatty() else None
+        self.line = line or (lambda result: f"  {result.mutant.id}: {result.status}")
         if self.bar:
             self.bar.__enter__()
 
@@ -383,7 +412,7 @@ class _Progress:
         if self.bar:
             self.bar.update(1)
         else:
-            echo(f"  {result.mutant.id}: {result.status}", err=True)
+            echo(self.line(result), err=True)
 
     def close(self) -> None:
         if self.bar:
@@ -392,8 +421,11 @@ class _Progress:
 
 @cli.command()
 @click.argument("chapter_ids", metavar="[CHAPTER]...", nargs=-1)
-def verify(chapter_ids: tuple[str, ...]) -> None:
-    """Prove chapters sound: manifest, reference passes, stubs fail, documented mutants killed."""
+@click.option("--seed", type=click.IntRange(min=0), default=None,
+              help="The shuffled run's seed (to repeat an order verify printed) [default: drawn from the catalog's files].")
+def verify(chapter_ids: tuple[str, ...], seed: int | None) -> None:
+    """Prove chapters sound: manifest, reference passes (in order and shuffled), stubs fail,
+    documented mutants killed."""
     from course import chapters
     from course.verify import verify_track
 
@@ -402,16 +434,76 @@ def verify(chapter_ids: tuple[str, ...]) -> None:
 
     def say(finding) -> None:  # noqa: ANN001
         mark = click.style("ok  ", fg="green") if finding.ok else click.style("FAIL", fg="red", bold=True)
-        echo(f"  {mark} {finding.step:<9} {finding.detail}")
+        first, *more = finding.detail.splitlines() or [""]
+        echo(f"  {mark} {finding.step:<9} {first}")
+        for line in more:
+            echo(f"                 {line}")
 
     for chapter in selected:
         for track in chapter.tracks.values():
             echo(f"{chapter.id} ({track.language}): {chapter.title}")
-            verdict = verify_track(chapter, track, say=say)
+            verdict = verify_track(chapter, track, say=say, seed=seed)
             passed += sum(f.ok for f in verdict.findings)
             failed += sum(not f.ok for f in verdict.findings)
     echo(f"\nverify: {passed} passed, {failed} failed")
     sys.exit(0 if failed == 0 else 1)
+
+
+@cli.command()
+@click.argument("roster", type=click.Path(path_type=Path), required=False)
+@click.option("--chapter", "chapter_id", default=None, metavar="CHAPTER",
+              help="The chapter to grade [default: each repository's current chapter].")
+@click.option("--from-results", "results_dir", type=click.Path(path_type=Path), default=None,
+              help="Build the gradebook from downloaded results.json files instead of running checks.")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=Path("gradebook.csv"),
+              show_default=True, help="Write the gradebook as CSV here.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=Path("gradebook.json"),
+              show_default=True, help="Write the gradebook as JSON here.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Repositories checked at once [default: the cores].")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=5.0, show_default=True, help="Seconds per test.")
+@click.option("--repo-timeout", type=click.FloatRange(min=1), default=300.0, show_default=True,
+              help="Seconds for one whole repository.")
+def grade(roster: Path | None, chapter_id: str | None, results_dir: Path | None, csv_path: Path, json_path: Path,
+          jobs: int | None, timeout: float, repo_timeout: float) -> None:
+    """Grade a class: ROSTER is a folder of learner repositories, or a file listing their paths.
+
+    Each repository is checked on a fresh temporary copy (never in place), several at once, each
+    within its own time and file-size limits. Writes a gradebook (CSV and JSON) and prints a table.
+    Exit 0 when every repository could be judged (whatever its verdict), 1 when some could not.
+    """
+    from course.grading import gradebook
+
+    if (roster is None) == (results_dir is None):
+        raise UsageError("give a ROSTER to check, or --from-results DIR, not both")
+    _writable(csv_path, json_path)
+    if results_dir is not None:
+        from course.grading.from_results import gradebook as from_results
+
+        rows = from_results(results_dir)
+    else:
+        from course import chapters
+        from course.grading import roster as rosters
+        from course.grading.grade import Grader, Limits
+
+        if chapter_id:
+            chapter_id = chapters.get(chapter_id).id
+        members = rosters.read(roster.resolve())
+        grader = Grader(chapter_id, Limits(test_timeout=timeout, repo_timeout=repo_timeout), jobs or os.cpu_count() or 1)
+        progress = _Progress(len(members), label="repositories", line=lambda row: f"  {row.learner}: {row.status}")
+        try:
+            rows = grader.run(members, on_row=progress.step)
+        finally:
+            progress.close()
+    try:
+        gradebook.write_csv(csv_path, rows)
+        gradebook.write_json(json_path, rows)
+    except OSError as exc:
+        raise UsageError(f"cannot write {exc.filename}: {exc.strerror}") from None
+    for line in gradebook.table(rows):
+        echo(line)
+    judged = sum(r.judged for r in rows)
+    echo(f"\n{judged} of {len(rows)} repositories judged; gradebook in {csv_path} and {json_path}")
+    sys.exit(0 if judged == len(rows) else 1)
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -42,26 +42,30 @@ def render_all(chapter: Chapter, track: Track, into: Path) -> None:
 def scaffold(chapter: Chapter, track: Track, root: Path) -> ScaffoldResult:
     result = ScaffoldResult()
     for name in track.files:
-        target = root / name
-        if target.exists():
+        if (root / name).exists():
             result.kept.append(name)
             continue
-        text = render(chapter, track, name)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            out = open(target, "x", encoding="utf-8")
-        except FileExistsError:
-            result.kept.append(name)
-            continue
-        except OSError as exc:  # a file where a folder should be, no permission
-            result.failed[name] = exc.strerror or str(exc)
-            continue
-        try:
-            with out:
-                out.write(text)
-        except OSError as exc:  # a full disk: remove the half stub we created, or start keeps it
-            target.unlink(missing_ok=True)
-            result.failed[name] = exc.strerror or str(exc)
-            continue
-        result.written.append(name)
+        write_new(root, name, render(chapter, track, name), result)
     return result
+
+
+def write_new(root: Path, name: str, text: str, result: ScaffoldResult) -> None:
+    """Create root/name holding text, unless a file is there already; record what happened."""
+    target = root / name
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        out = open(target, "x", encoding="utf-8")
+    except FileExistsError:
+        result.kept.append(name)
+        return
+    except OSError as exc:  # a file where a folder should be, no permission
+        result.failed[name] = exc.strerror or str(exc)
+        return
+    try:
+        with out:
+            out.write(text)
+    except OSError as exc:  # a full disk: remove the half stub we created, or start keeps it
+        target.unlink(missing_ok=True)
+        result.failed[name] = exc.strerror or str(exc)
+        return
+    result.written.append(name)

@@ -3,12 +3,15 @@
 1. The manifest is consistent: every file, test and mutant it names exists, ids are unique.
 2. The reference passes the whole catalog.
 3. Every catalog test fails on the freshly rendered stubs (a test that passes on a stub checks nothing).
-4. Every documented mutant is killed by at least one of the tests the manifest says catch it.
+4. The reference passes again with the cases in a shuffled order (a test that passes only because an
+   earlier one left state behind is caught), seeded and the seed printed so the order can be repeated.
+5. Every documented mutant is killed by at least one of the tests the manifest says catch it.
 Each mutant's kill signature is recorded in the chapter's signatures.json for `course check` hints.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tempfile
 from dataclasses import dataclass, field
@@ -25,7 +28,7 @@ from course.check.results import PASS
 class Finding:
     chapter: str
     language: str
-    step: str  # manifest | reference | stubs | mutants
+    step: str  # manifest | reference | stubs | shuffled | mutants
     ok: bool
     detail: str = ""
 
@@ -82,7 +85,17 @@ def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
     return problems
 
 
-def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], None]) -> ChapterVerdict:
+def default_seed(track: Track) -> int:
+    """The shuffled run's seed unless one is given: drawn from the catalog's files, so a run is
+    repeatable on the same tree and a changed catalog is tried in a new order."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in track.tests.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(path.relative_to(track.tests).as_posix().encode() + b"\0" + path.read_bytes())
+    return int.from_bytes(digest.digest()[:4], "big")
+
+
+def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], None],
+                 seed: int | None = None) -> ChapterVerdict:
     from course.mutation.documented import BaselineFailed, run_mutants
     from course.scaffold import render_all
 
@@ -110,7 +123,16 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
     note("stubs", not passing, f"{stubs.total - len(passing)} of {stubs.total} tests fail on the stubs"
          + (f"; these pass on a stub, so they check nothing: {', '.join(passing)}" if passing else ""))
 
-    if not reference.ok or not track.mutants:
+    if not reference.ok:
+        return verdict
+    seed = default_seed(track) if seed is None else seed
+    shuffled = run_check(chapter, track, track.reference, shuffle=seed)
+    again = f"seed {seed}; `course verify {chapter.id} --seed {seed}` repeats this order"
+    note("shuffled", shuffled.ok, f"{shuffled.passed} of {shuffled.total} tests pass in a shuffled order ({again})"
+         + (f"; these fail only in this order: {', '.join(sorted(shuffled.failing))}" if shuffled.failing else "")
+         + (f": {shuffled.problem}" if shuffled.problem else ""))
+
+    if not track.mutants:
         return verdict
     try:
         results = run_mutants(chapter, track, list(track.mutants), reference_result=reference)

@@ -23,9 +23,15 @@ def run_check(
     select: str = "",
     on_entry: Callable[[EntryResult], None] | None = None,
     scratch: Path | None = None,
+    shuffle: int | None = None,
+    coverage: bool = False,
 ) -> CheckResult:
     """Run the catalog on the code in code_root. `on_entry` sees each entry as soon as it is complete,
-    in catalog order (cases arrive in catalog order, so an entry is complete when the next begins)."""
+    in catalog order (cases arrive in catalog order, so an entry is complete when the next begins).
+    `shuffle`, a seed, runs the cases in an order drawn from it instead (no `on_entry` then);
+    `coverage` measures what of the code the catalog executed."""
+    if shuffle is not None and on_entry is not None:
+        raise ValueError("a shuffled run reports its entries only at the end")
     adapter = languages.get(track.language)
     entries = {e.name: EntryResult(entry=e, test_name=adapter.test_name(e.name)) for e in chapter.catalog}
     pending: list[EntryResult] = []
@@ -42,7 +48,7 @@ def run_check(
     started = time.perf_counter()
     outcome = adapter.run_catalog(
         track, code_root, [e.name for e in chapter.catalog], timeout=timeout, select=select, on_case=on_case,
-        scratch=scratch,
+        scratch=scratch, shuffle=shuffle, coverage=coverage,
     )
     problem = outcome.problem
     if outcome.bad_selection:
@@ -58,4 +64,5 @@ def run_check(
         ran = list(entries.values())
         for entry in ran:
             entry.missing = not entry.cases and not problem
-    return CheckResult(entries=ran, problem=problem, duration=time.perf_counter() - started)
+    return CheckResult(entries=ran, problem=problem, duration=time.perf_counter() - started,
+                       coverage=outcome.coverage)

@@ -10,6 +10,7 @@ from typing import Callable
 
 import click
 
+from course.check.coverage import describe_gaps
 from course.check.results import ERROR, FAIL, PASS, SKIP, TIMEOUT, CheckResult, EntryResult
 
 _LABEL = {PASS: ("PASS", "green"), FAIL: ("FAIL", "red"), ERROR: ("ERROR", "red"),
@@ -75,19 +76,41 @@ class TerminalReport:
         self.echo(textwrap.indent(problem, "    "))
         self.echo("  the tests it kept from running are marked error until this is fixed.")
 
+    def coverage(self, result: CheckResult, files: list[str], *, select: str = "") -> None:
+        """The lines of the learner's own files that no test ran: code either unneeded or unproven."""
+        self.echo("")
+        measured = result.coverage or {}
+        if result.problem or not measured:
+            self.echo("coverage: not measured, since the catalog could not run")
+            return
+        gaps = [(name, describe_gaps(measured[name])) for name in files if name in measured]
+        gaps += [(name, "never imported") for name in files if name not in measured]
+        gaps = [(name, described) for name, described in gaps if described]
+        scope = "the tests chosen with -k" if select else "the catalog"
+        if not gaps:
+            self.echo(f"coverage: {scope} ran every line and branch of your files")
+            return
+        self.echo(f"coverage: lines of your files that {scope} never ran (unneeded, or not yet proven by a test)")
+        for name, described in gaps:
+            self.echo(f"  {name}: {described}")
+
     def closing(self, result: CheckResult) -> None:
         colour = "green" if result.ok else "red"
         self.echo("")
         self.echo(click.style(summary_line(result), fg=colour, bold=True) + click.style(f"  ({result.duration:.2f} s)", dim=True))
 
 
-def results_json(result: CheckResult, sources: dict[str, str]) -> dict:
-    """exercism's test-runner interface, version 3: pass | fail | error, tests in catalog order."""
+def results_json(result: CheckResult, sources: dict[str, str], course: dict | None = None) -> dict:
+    """exercism's test-runner interface, version 3: pass | fail | error, tests in catalog order, each
+    with its `task_id` when the manifest gives one. `course` (chapter, language, score, ...) is kept
+    under a key of its own, which exercism's readers ignore and `course grade --from-results` reads."""
 
     def test(entry: EntryResult) -> dict:
         status = PASS if entry.status == PASS else FAIL if entry.status == FAIL else ERROR
         failure = entry.failures[0] if entry.failures else None
         out = {"name": entry.test_name, "status": status, "test_code": sources.get(entry.test_name, "")}
+        if entry.entry.task:
+            out["task_id"] = entry.entry.task
         if entry.missing:
             out["message"] = "the catalog names this test but no test file defines it"
         elif failure:
@@ -102,6 +125,8 @@ def results_json(result: CheckResult, sources: dict[str, str]) -> dict:
     if result.problem:
         doc["message"] = result.problem
     doc["tests"] = [test(e) for e in result.entries]
+    if course:
+        doc["course"] = course
     return doc
 
 

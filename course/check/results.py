@@ -26,12 +26,28 @@ class CaseResult:
 
 
 @dataclass
+class FileCoverage:
+    """What a catalog run executed of one file of the code under test (line numbers from 1)."""
+
+    path: str  # relative to the code's root, as the manifest names it
+    statements: list[int]  # the lines that hold code (excluded lines left out)
+    missing: list[int]  # statements never run
+    branches: int = 0  # possible jumps between lines
+    missing_branches: list[tuple[int, int]] = field(default_factory=list)  # (from, to); to < 0: leaves the function
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing and not self.missing_branches
+
+
+@dataclass
 class RunOutcome:
     """What a language adapter's catalog run returns."""
 
     cases: list[CaseResult] = field(default_factory=list)
     problem: str = ""  # what stopped the run before (or outside) the tests; "" when nothing did
     bad_selection: bool = False  # the test runner rejected the -k expression
+    coverage: dict[str, FileCoverage] | None = None  # by file, when the run was asked to measure it
 
 
 @dataclass
@@ -57,6 +73,7 @@ class CheckResult:
     entries: list[EntryResult]
     problem: str = ""  # a failure before any test could run (a learner module that does not import)
     duration: float = 0.0
+    coverage: dict[str, FileCoverage] | None = None  # by file, when asked for
 
     @property
     def passed(self) -> int:

@@ -84,7 +84,9 @@ def test_a_malformed_manifest_is_one_error_naming_chapter_entry_and_field(course
 def test_an_interrupted_run_leaves_the_reference_byte_identical(tmp_path: Path) -> None:
     reference = REPO / "reference"
     before = tree_digest(reference)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
+    private = tmp_path / "tmp"  # its own temporary folder: other runs on the machine use /tmp too
+    private.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", "TMPDIR": str(private)}
     process = subprocess.Popen([sys.executable, "-m", "course", "mutants", CHAPTER], cwd=tmp_path, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     first = process.stderr.readline()  # the first mutant is judged, others are in flight
@@ -94,7 +96,7 @@ def test_an_interrupted_run_leaves_the_reference_byte_identical(tmp_path: Path) 
     assert process.returncode != 0, out
     assert "Traceback" not in err, err
     assert tree_digest(reference) == before, "the reference changed"
-    leftovers = [p for p in Path(os.environ.get("TMPDIR", "/tmp")).glob(f"course-{CHAPTER}-s*")]
+    leftovers = list(private.iterdir())
     assert not leftovers, f"temporary copies left behind: {leftovers}"
 
 

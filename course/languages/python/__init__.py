@@ -11,7 +11,7 @@ from typing import Callable
 from course import content
 from course.chapters import Track
 from course.check.results import CaseResult, RunOutcome
-from course.languages.python import supervisor
+from course.languages.python import measure, supervisor
 
 
 class PythonAdapter:
@@ -30,15 +30,19 @@ class PythonAdapter:
         select: str = "",
         on_case: Callable[[CaseResult], None] | None = None,
         scratch: Path | None = None,
+        shuffle: int | None = None,
+        coverage: bool = False,
     ) -> RunOutcome:
+        code_root = code_root.resolve()
         spec = supervisor.RunSpec(
-            code_root=code_root.resolve(),
+            code_root=code_root,
             tests_dir=track.tests.resolve(),
             names=[self.test_name(n) for n in names],
             modules=list(track.modules),
             timeout=timeout,
             select=select,
             pycache=scratch / "pycache" if scratch else None,
+            shuffle=shuffle,
         )
 
         def to_catalog_name(case: CaseResult) -> None:
@@ -46,8 +50,35 @@ class PythonAdapter:
             if on_case:
                 on_case(case)
 
-        outcome = supervisor.run(spec, on_case=to_catalog_name)
+        if not coverage:
+            return supervisor.run(spec, on_case=to_catalog_name)
+        with measure.measuring(code_root, list(track.files)) as (asked, measured):
+            spec.coverage = asked
+            outcome = supervisor.run(spec, on_case=to_catalog_name)
+        outcome.coverage = measured
         return outcome
+
+    def has_docstring(self, source: str, symbol: str) -> bool:
+        """Whether `symbol` ('EventReader.feed'; '' for the module) is defined in the source with a
+        docstring."""
+        import ast
+
+        try:
+            node: ast.AST = ast.parse(source)
+        except SyntaxError:
+            return False
+        for name in symbol.split(".") if symbol else []:
+            node = next((child for child in getattr(node, "body", [])
+                         if isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                         and child.name == name), None)
+            if node is None:
+                return False
+        return bool((ast.get_docstring(node) or "").strip())
+
+    def exclusion_problems(self, track: Track) -> list[str]:
+        """Lines of the reference left out of its coverage without a reason given beside them."""
+        return [problem for name in track.files if (track.reference / name).is_file()
+                for problem in measure.unexplained_exclusions(track.reference / name, name)]
 
     def run_script(self, track: Track, code_root: Path, script: Path, args: list[str]) -> int:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code_root), str(content.HARNESS_ROOT)]),

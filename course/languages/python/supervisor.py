@@ -39,6 +39,8 @@ class RunSpec:
     timeout: float
     select: str = ""
     pycache: Path | None = None  # where compiled files go (default: the user's cache folder)
+    shuffle: int | None = None  # a seed: run the cases in an order drawn from it, not the catalog's
+    coverage: dict | None = None  # {"data_file", "include"}: measure the code under test with coverage.py
 
 
 def _case_of(nodeid: str) -> str:
@@ -113,6 +115,8 @@ class _Worker:
             "skip": sorted(skip),
             "stderr_path": self.stderr.name,
             "pycache": str(spec.pycache or default_pycache()),
+            "shuffle": spec.shuffle,
+            "coverage": spec.coverage,
         }
         context = _context()
         self.events, sender = context.Pipe(duplex=False)

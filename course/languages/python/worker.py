@@ -102,9 +102,18 @@ def classify(exc: BaseException, when: str) -> str:
     return "error"
 
 
+def shuffled_rank(seed: int, nodeid: str) -> bytes:
+    """A case's place in the shuffled order: drawn from the seed and the case alone, so a worker
+    started again after a crash runs the remaining cases in the same order as the first would have."""
+    import hashlib
+
+    return hashlib.sha256(f"{seed}:{nodeid}".encode()).digest()
+
+
 class CatalogPlugin:
     def __init__(self, spec: dict[str, Any], events: Events) -> None:
         self.order = {name: i for i, name in enumerate(spec["names"])}
+        self.shuffle = spec.get("shuffle")  # a seed: run the cases in an order drawn from it
         self.skip = set(spec.get("skip", ()))
         self.timeout = float(spec["timeout"])
         self.code_root = os.path.realpath(spec["code_root"])
@@ -121,6 +130,8 @@ class CatalogPlugin:
     def pytest_collection_modifyitems(self, session, config, items) -> None:  # noqa: ANN001
         kept = [i for i in items if i.originalname in self.order and i.nodeid not in self.skip]
         kept.sort(key=lambda i: self.order[i.originalname])  # stable: cases keep file order
+        if self.shuffle is not None:
+            kept.sort(key=lambda i: shuffled_rank(self.shuffle, i.nodeid))
         dropped = [i for i in items if i not in kept]
         if dropped:
             config.hook.pytest_deselected(items=dropped)
@@ -232,10 +243,12 @@ def run(spec: dict[str, Any], channel: Connection) -> None:
     # (anyio, trio, ...) costs start-up time and could change behaviour.
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
 
+    measure = _start_coverage(spec.get("coverage"))
     seconds = float(spec["timeout"])
     with timer(seconds, f"took longer than {seconds:g} s"):
         problem = import_modules(spec.get("modules", []), code_root)
     if problem:
+        _save_coverage(measure)
         events.send(event="import_error", message=problem)
         _end()
 
@@ -251,8 +264,28 @@ def run(spec: dict[str, Any], channel: Connection) -> None:
     if spec.get("select"):
         args += ["-k", spec["select"]]
     status = pytest.main(args, plugins=[CatalogPlugin(spec, events)])
+    _save_coverage(measure)  # before the last event: once the supervisor hears it, the data is there
     events.send(event="finished", exitstatus=int(status))
     _end()
+
+
+def _start_coverage(asked: dict[str, Any] | None) -> Any:
+    """With `course check --coverage` (and in verify): record which lines and branches of the code
+    under test run, from before its import to the end. Only then is coverage.py imported at all."""
+    if not asked:
+        return None
+    import coverage
+
+    measure = coverage.Coverage(data_file=asked["data_file"], data_suffix=True, branch=True,
+                                include=asked["include"], config_file=False)
+    measure.start()
+    return measure
+
+
+def _save_coverage(measure: Any) -> None:
+    if measure is not None:
+        measure.stop()
+        measure.save()
 
 
 def _end() -> None:

@@ -1,0 +1,95 @@
+"""Verify's trust checks on a tiny chapter: the shuffled run, the coverage gate, `check --coverage`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tiny import CHAPTER, tiny_chapter
+
+from course.languages.python.worker import shuffled_rank
+
+# Two tests where the second passes only after the first has run: the order-dependence the
+# shuffled run exists to catch.
+ORDER_DEPENDENT = """\
+seen = []
+
+
+def test_first():
+    seen.append(calc.add(1, 2))
+    assert seen == [3], f"seen: {seen}"
+
+
+def test_second():
+    assert seen == [3], f"test_second relies on test_first having run: seen {seen}"
+"""
+
+REFERENCE = """\
+def add(a, b):
+    return a + b
+"""
+
+
+def seed_where(first: str, then: str) -> int:
+    """A seed whose shuffled order runs test `first` before test `then`."""
+    node = "test_tiny.py::test_{}"
+    return next(seed for seed in range(100)
+                if shuffled_rank(seed, node.format(first)) < shuffled_rank(seed, node.format(then)))
+
+
+def test_the_shuffled_run_catches_a_test_that_needs_an_earlier_one(course, tmp_path: Path) -> None:
+    root = tiny_chapter(tmp_path / "content", tests=ORDER_DEPENDENT, reference=REFERENCE)
+    env = {"COURSE_CONTENT": str(root)}
+    bad = seed_where("second", "first")
+    ran = course("verify", CHAPTER, "--seed", str(bad), cwd=tmp_path, env=env)
+    assert ran.code == 1, ran.out + ran.err
+    assert "ok   reference 2 of 2 tests pass" in ran.out, ran.out
+    line = next((l for l in ran.out.splitlines() if "shuffled" in l), "")
+    assert "FAIL" in line and "these fail only in this order: second" in line, ran.out
+    assert f"seed {bad}" in line and f"course verify {CHAPTER} --seed {bad}" in line, line
+
+    good = seed_where("first", "second")
+    ran = course("verify", CHAPTER, "--seed", str(good), cwd=tmp_path, env=env)
+    line = next((l for l in ran.out.splitlines() if "shuffled" in l), "")
+    assert "ok" in line and "2 of 2 tests pass in a shuffled order" in line, ran.out
+
+    # without --seed the seed comes from the catalog's files: printed, and the same run after run
+    first = course("verify", CHAPTER, cwd=tmp_path, env=env).out
+    again = course("verify", CHAPTER, cwd=tmp_path, env=env).out
+    shuffled = [l for l in first.splitlines() if "shuffled" in l]
+    assert shuffled and "seed " in shuffled[0], first
+    assert shuffled == [l for l in again.splitlines() if "shuffled" in l], (first, again)
+
+
+BRANCHY = """\
+def add(a, b):
+    if a < 0:
+        a = -a
+        b = b
+    return a + b
+
+
+def unused():
+    return 1
+"""
+
+
+def test_check_coverage_names_the_lines_no_test_ran(course, learner: Path, tmp_path: Path) -> None:
+    tests = "def test_adds():\n    assert calc.add(1, 2) == 3, 'add(1, 2)'\n"
+    root = tiny_chapter(tmp_path / "content", tests=tests, reference=REFERENCE)
+    env = {"COURSE_CONTENT": str(root)}
+    assert course("start", CHAPTER, cwd=learner, env=env).code == 0
+    (learner / "calc.py").write_text(BRANCHY)
+
+    plain = course("check", cwd=learner, env=env)
+    assert plain.code == 0, plain.out + plain.err
+    assert "coverage:" not in plain.out, plain.out
+
+    ran = course("check", "--coverage", cwd=learner, env=env)
+    assert ran.code == 0, ran.out + ran.err
+    lines = ran.out.splitlines()
+    assert any(l.startswith("coverage: lines of your files that the catalog never ran") for l in lines), ran.out
+    assert "  calc.py: 3-4, 9" in lines, ran.out
+
+    (learner / "calc.py").write_text(REFERENCE)
+    ran = course("check", "--coverage", cwd=learner, env=env)
+    assert "coverage: the catalog ran every line and branch of your files" in ran.out, ran.out

@@ -1,0 +1,56 @@
+"""A tiny chapter written into a temporary content folder (COURSE_CONTENT points the harness at it):
+one module, a few tests, so that a harness test shapes exactly the catalog or reference it needs."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import yaml
+
+CHAPTER = "tiny"
+
+TEXT = """\
+# tiny · A chapter for the harness's own tests
+
+## Rules
+
+`add(a, b)` returns the sum.
+"""
+
+STARTER = '''\
+"""Adding numbers."""
+
+
+def add(a, b):
+    """The sum of a and b."""
+    raise NotImplementedError("add")
+'''
+
+
+def tiny_chapter(root: Path, *, tests: str, reference: str, starter: str = STARTER, text: str = TEXT,
+                 stated_in: list[dict] | None = None, mutants: list[dict] | None = None) -> Path:
+    """Write the chapter under `root` (a content folder) and return `root`. Every test_ function of
+    `tests` becomes a catalog entry, in file order."""
+    names = re.findall(r"^def test_(\w+)\(", textwrap.dedent(tests), flags=re.M)
+    catalog = [{"name": name, "kind": "unit", "checks": f"{name} works", "why": "a harness test needs it",
+                "stated_in": stated_in if stated_in is not None else [{"section": "Rules"}]} for name in names]
+    manifest = {
+        "id": CHAPTER, "title": "Tiny", "order": 99,
+        "pitfalls": [{"id": 1, "title": "a wrong sum"}],
+        "catalog": catalog,
+        "tracks": {"python": {"files": ["calc.py"], "modules": ["calc"], "mutants": mutants or []}},
+    }
+    files = {
+        f"chapters/{CHAPTER}/chapter.yaml": yaml.safe_dump(manifest, sort_keys=False),
+        f"chapters/{CHAPTER}/text.md": text,
+        f"starter/python/{CHAPTER}/calc.py": starter,
+        f"reference/python/{CHAPTER}/calc.py": textwrap.dedent(reference),
+        f"tests/python/{CHAPTER}/test_tiny.py": "import calc\n\n" + textwrap.dedent(tests),
+    }
+    for name, body in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(body, encoding="utf-8")
+    (root / "fixtures").mkdir(exist_ok=True)
+    return root
