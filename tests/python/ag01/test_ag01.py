@@ -6,6 +6,7 @@ only to the course fake model on 127.0.0.1; retry waits go to a recorder, never 
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import itertools
 import json
@@ -273,6 +274,13 @@ def test_decoder_bad_events():
     want = ("StreamError", "server_error", "overloaded", "The server had an error")
     assert fields == want, f"the error event's ErrorDelta (class, type, code, message): got {fields!r}, want {want!r}"
 
+    got, finished = sse.Decoder().decode('{"error": "upstream overloaded"}')
+    error = got[0].error if len(got) == 1 and isinstance(got[0], types.ErrorDelta) else None
+    assert isinstance(error, errors.StreamError) and error.message == "upstream overloaded" and finished is True, (
+        f"an error event whose error is a plain string: got {got!r}, finished={finished!r}; "
+        "want one ErrorDelta(StreamError(message='upstream overloaded')) and finished=True"
+    )
+
 
 def test_decoder_tool_calls():
     """Fragments go to the call their index names (indexes 10 and 2, a provider repeating id and name in every
@@ -325,6 +333,17 @@ def test_decoder_tool_calls():
         {"type": "done", "finish_reason": "length"},
     ]
     assert got == want, f"calls open when finish_reason 'length' comes: {mismatch(got, want)}\n  got:  {got}\n  want: {want}"
+
+    # a server that sends no finish_reason at all: [DONE] closes the call that is still open
+    events = [api_chunk({"tool_calls": [call_entry(0, "call_z", "now", "{}")]}), "[DONE]"]
+    got = [neutral(d) for d in decode_all(events)]
+    want = [
+        {"type": "tool_start", "index": 0, "id": "call_z", "name": "now"},
+        {"type": "tool_args", "index": 0, "fragment": "{}"},
+        {"type": "tool_end", "index": 0, "id": "call_z", "name": "now", "arguments": "{}"},
+        {"type": "done", "finish_reason": ""},
+    ]
+    assert got == want, f"a call still open at [DONE], no finish_reason: {mismatch(got, want)}\n  got:  {got}\n  want: {want}"
 
 
 def test_decoder_nulls_and_usage():
@@ -532,6 +551,14 @@ def test_request_wire(fake):
     list(provider(fake, api_key="").chat_stream([user("hi")]))
     sent = fake.requests[-1].headers.get("authorization")
     assert sent is None, f"with no api_key: got an Authorization header {sent!r}, want none"
+
+    for bad in ("127.0.0.1:8080/v1", "ftp://127.0.0.1/v1", "http:///v1"):
+        try:
+            openai.OpenAIProvider(openai.Config(base_url=bad))
+        except ValueError:
+            pass
+        else:
+            pytest.fail(f"OpenAIProvider(Config(base_url={bad!r})): no error, want ValueError (not an http(s) URL with a host)", pytrace=False)
 
     fake.script(fake_model.text("ok"))
     list(openai.OpenAIProvider(openai.Config(base_url=fake.base_url + "/", model="m")).chat_stream([user("hi")]))
@@ -988,6 +1015,71 @@ def test_faketool_tool_call(fake):
     assert wire[-2].get("tool_calls") == [want_call], f"assistant message sent back: got {wire[-2]!r}, want tool_calls [{want_call!r}]"
     want_result = {"role": "tool", "content": '{"temp_c": 18}', "tool_call_id": call.id}
     assert wire[-1] == want_result, f"tool message sent back: got {wire[-1]!r}, want {want_result!r}"
+
+
+class ScriptedStream:
+    """An inner provider's stream: yields the given deltas, raises an exception given among them, records close()."""
+
+    def __init__(self, items: list) -> None:
+        self._items = list(items)
+        self.closed = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.closed or not self._items:
+            raise StopIteration
+        item = self._items.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class ScriptedProvider:
+    """A Provider without a network: each chat_stream call returns the next ScriptedStream."""
+
+    def __init__(self, *streams: ScriptedStream) -> None:
+        self.streams = list(streams)
+        self.calls = 0
+
+    def chat_stream(self, messages, tools=(), options=None):  # noqa: ANN001, ANN201
+        self.calls += 1
+        return self.streams.pop(0)
+
+
+def test_retry_wraps_any_provider(sleeps):
+    """with_retry over any Provider: an exception raised while reading the inner stream reaches the caller
+    and closes that stream; an inner stream that just ends is passed on as it is; an exception inside the
+    caller's own loop, once closing() closes the outer stream, closes the inner one too."""
+    policy = retry.RetryPolicy(sleep=sleeps)
+    broken = ScriptedStream([types.UsageDelta(1, 0), RuntimeError("provider bug")])
+    try:
+        retry.with_retry(ScriptedProvider(broken), policy).chat_stream([user("hi")])
+    except RuntimeError:
+        pass
+    else:
+        pytest.fail("an inner stream raising RuntimeError before content: no exception, want it raised to the caller", pytrace=False)
+    assert broken.closed, "an inner stream that raised while the wrapper read it: never closed, want close() called"
+
+    short = ScriptedStream([types.UsageDelta(2, 0)])
+    deltas = list(retry.with_retry(ScriptedProvider(short), policy).chat_stream([user("hi")]))
+    assert deltas == [types.UsageDelta(2, 0)], f"an inner stream that ends after a usage delta: got {deltas!r}, want [UsageDelta(2, 0)] as it came"
+    assert short.closed, "an inner stream read to its end through the wrapper: never closed, want close() called"
+
+    inner = ScriptedStream([types.TextDelta("a"), types.TextDelta("b"), types.DoneDelta("stop")])
+    outer = retry.with_retry(ScriptedProvider(inner), policy).chat_stream([user("hi")])
+    try:
+        with contextlib.closing(outer) as stream:
+            for delta in stream:
+                raise KeyError(f"the caller failed on {delta!r}")
+    except KeyError:
+        pass
+    assert inner.closed, "the caller's loop raised inside `with closing(stream)`: the inner stream was not closed"
+    assert list(sleeps) == [], f"sleeps: got {list(sleeps)}, want [] (nothing here is retryable)"
 
 
 def retryable_table() -> list:

@@ -111,7 +111,7 @@ class OpenAIProvider:
         return _ResponseStream(connection, response)
 
     def _connect(self) -> http.client.HTTPConnection:
-        if self._https:
+        if self._https:  # pragma: no cover - the catalog's servers speak plain HTTP on 127.0.0.1
             return http.client.HTTPSConnection(self._host, self._port, timeout=self._config.timeout)
         return http.client.HTTPConnection(self._host, self._port, timeout=self._config.timeout)
 

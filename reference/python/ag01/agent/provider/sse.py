@@ -56,9 +56,6 @@ class EventReader:
         # the generator itself, so that a for loop steps it without a Python-level __next__ per event
         return self._events
 
-    def __next__(self) -> Event:
-        return next(self._events)
-
     def _parse(self) -> Iterator[Event]:
         last_id = ""  # unlike the event type, kept from one event to the next
         for blocks in self._blocks():
