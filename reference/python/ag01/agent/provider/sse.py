@@ -96,8 +96,8 @@ class EventReader:
             blocks[0] = "".join(unfinished)
             unfinished = [blocks.pop()]
             # three or more line ends in a row leave empty blocks, or blocks starting with a LF:
-            # the extra blank lines end no further event
-            yield [block for block in blocks if block]
+            # the general path below finds no data in the extra blank lines, so they end no event
+            yield blocks
         # end of input: an event without its blank line is discarded, as the spec says
 
     def _text(self) -> Iterator[str]:
