@@ -11,12 +11,16 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from course import content
-from course.errors import ManifestError, UnknownChapter
+from course.errors import ManifestError, UnknownChapter, UnknownLanguage
 
+# The manifest format this harness reads; a manifest says which one it is written in.
+FORMAT_VERSION = 1
 KINDS = ("unit", "conformance", "boundary", "fault")
+# The fields of a track section every language shares; any other field is the adapter's to read.
+TRACK_FIELDS = ("files", "given", "run", "services", "mutants")
 # Where a catalog entry's rule is stated for the learner: a heading of the chapter's text, or a
 # symbol of a starter file that carries a docstring ("agent/provider/sse.py::EventReader.feed").
 STATED_IN = ("section", "docstring")
@@ -54,15 +58,17 @@ class Mutant:
 
 @dataclass(frozen=True)
 class Track:
-    """A chapter in one language: its learner files, importable modules, catalog runner and mutants."""
+    """A chapter in one language: its learner files, demonstration, services and mutants, and the
+    fields only its language's adapter reads (`options`, e.g. Python's `modules`)."""
 
     chapter_id: str
     language: str
     files: tuple[str, ...]
     given: tuple[str, ...] = ()  # files the learner receives as they are in the reference
-    modules: tuple[str, ...] = ()
     run: str = ""
+    services: tuple[str, ...] = ()  # what the harness starts for a run (course.services)
     mutants: tuple[Mutant, ...] = ()
+    options: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def starter(self) -> Path:
@@ -75,6 +81,16 @@ class Track:
     @property
     def tests(self) -> Path:
         return content.tests_dir(self.language, self.chapter_id)
+
+    def catalog_digest(self) -> str:
+        """A digest of the catalog's files: what recorded kill signatures and verify's default
+        shuffle seed are tied to."""
+        import hashlib
+
+        digest = hashlib.sha256()
+        for path in sorted(p for p in self.tests.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            digest.update(path.relative_to(self.tests).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        return digest.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -100,10 +116,8 @@ class Chapter:
         try:
             return self.tracks[language]
         except KeyError:
-            from course.errors import UsageError
-
             have = ", ".join(sorted(self.tracks)) or "none"
-            raise UsageError(f"chapter {self.id} has no {language} track (tracks: {have})") from None
+            raise UnknownLanguage(f"chapter {self.id} has no {language} track (tracks: {have})") from None
 
     def pitfall(self, number: int) -> Pitfall | None:
         return next((p for p in self.pitfalls if p.id == number), None)
@@ -146,13 +160,25 @@ def load_folder(folder: Path) -> Chapter:
         raw = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         raise ManifestError(f"chapter {folder.name}: {path.name} is not valid YAML: {exc}") from None
+    check_format(raw, folder.name)
     chapter = parse(raw, where=folder.name, folder=folder)
     if chapter.id != folder.name:
         raise ManifestError(f"chapter {folder.name}: its manifest says id {chapter.id!r}; the folder must be named after the id")
     return chapter
 
 
-class _Fields:
+def check_format(raw: Any, where: str) -> None:
+    """A manifest must say which format it is written in, and it must be the one this course reads."""
+    version = raw.get("format_version") if isinstance(raw, dict) else None
+    if version == FORMAT_VERSION:
+        return
+    said = "has no format_version" if version is None else f"is in format_version {version!r}"
+    newer = isinstance(version, int) and version > FORMAT_VERSION
+    raise ManifestError(f"chapter {where}: its manifest {said}; this course reads format_version {FORMAT_VERSION}"
+                        + ("; upgrade course" if newer else ""))
+
+
+class Fields:
     """Reads one mapping of the manifest, naming chapter, entry and field in any error."""
 
     def __init__(self, raw: Any, where: str) -> None:
@@ -181,7 +207,7 @@ class _Fields:
         return tuple(values)
 
 
-def _stated_in(f: _Fields, name: str) -> tuple[tuple[str, str], ...]:
+def _stated_in(f: Fields, name: str) -> tuple[tuple[str, str], ...]:
     places = []
     for i, item in enumerate(f.get("stated_in", list, [])):
         (kind, where), *more = item.items() if isinstance(item, dict) and item else [(None, None)]
@@ -193,7 +219,7 @@ def _stated_in(f: _Fields, name: str) -> tuple[tuple[str, str], ...]:
 
 
 def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
-    top = _Fields(raw, f"chapter {where}")
+    top = Fields(raw, f"chapter {where}")
     chapter_id = top.get("id", str)
     where = f"chapter {chapter_id}"
     top.where = where
@@ -205,11 +231,11 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             symptom=f.get("symptom", str, ""),
         )
         for i, item in enumerate(top.get("pitfalls", list, []))
-        for f in [_Fields(item, f"{where}, pitfall #{i + 1}")]
+        for f in [Fields(item, f"{where}, pitfall #{i + 1}")]
     )
     catalog = []
     for i, item in enumerate(top.get("catalog", list)):
-        f = _Fields(item, f"{where}, catalog entry #{i + 1}")
+        f = Fields(item, f"{where}, catalog entry #{i + 1}")
         entry = CatalogEntry(
             name=f.get("name", str),
             kind=f.get("kind", str),
@@ -229,10 +255,10 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
 
     tracks = {}
     for language, body in top.get("tracks", dict).items():
-        f = _Fields(body, f"{where}, track {language}")
+        f = Fields(body, f"{where}, track {language}")
         mutants = []
         for i, item in enumerate(f.get("mutants", list, [])):
-            m = _Fields(item, f"{where}, track {language}, mutant #{i + 1}")
+            m = Fields(item, f"{where}, track {language}, mutant #{i + 1}")
             mutant = Mutant(
                 id=m.get("id", str),
                 pitfall=m.get("pitfall", int),
@@ -251,9 +277,10 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             language=language,
             files=f.strings("files"),
             given=f.strings("given", ()),
-            modules=f.strings("modules", ()),
             run=f.get("run", str, ""),
+            services=f.strings("services", ()),
             mutants=tuple(mutants),
+            options={k: v for k, v in body.items() if k not in TRACK_FIELDS},
         )
 
     return Chapter(

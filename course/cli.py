@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -56,14 +58,51 @@ def cli() -> None:
     """
 
 
-def _learner_chapter(given: str | None):  # noqa: ANN202
+class ChapterParam(click.ParamType):
+    """A chapter id, in any forgiving spelling ('ag01', 'AG-01', 'ag.01'), loaded as its Chapter.
+    An unknown id is the harness's own UnknownChapter: one line that lists the chapters, exit 2."""
+
+    name = "chapter"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from course import chapters
+
+        return value if not isinstance(value, str) else chapters.get(value)
+
+
+CHAPTER = ChapterParam()
+
+
+def language_option(help: str = "The language track.", default: str | None = "python") -> Any:  # noqa: A002
+    """The one --language option, its choices the languages that have an adapter."""
+    from course.languages import ADAPTERS
+
+    return click.option("--language", type=click.Choice(sorted(ADAPTERS)), default=default,
+                        show_default=default is not None, help=help)
+
+
+@dataclass
+class Target:
+    """The code a command acts on: a learner's chapter, or (repo None) the course's reference."""
+
+    repo: Any  # LearnerRepo | None
+    chapter: Any  # Chapter
+    track: Any  # Track
+    state: Any = None  # ChapterState | None
+
+    @property
+    def code_root(self) -> Path:
+        return self.track.reference if self.repo is None else self.repo.root
+
+
+def _learner_chapter(given: Any) -> Target:
     from course import chapters
     from course.learner import LearnerRepo
 
     repo = LearnerRepo.find()
-    chapter = chapters.get(repo.resolve_chapter(given))
+    chapter = given if given is not None else chapters.get(repo.resolve_chapter(None))
     state = repo.state(chapter.id)
-    return repo, chapter, chapter.track(state.language), state
+    return Target(repo, chapter, chapter.track(state.language), state)
 
 
 @cli.command("list")
@@ -94,19 +133,17 @@ def list_cmd() -> None:
 
 
 @cli.command()
-@click.argument("chapter_id", metavar="CHAPTER")
+@click.argument("chapter", metavar="CHAPTER", type=CHAPTER)
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
               help="The learner repository (default: the one you are in, or the enclosing git repository).")
-@click.option("--language", default="python", show_default=True, help="The track to start.")
+@language_option("The track to start.")
 @click.option("--ci", type=click.Choice(["github"]), default=None,
               help="Also write a CI workflow that checks every push and uploads results.json.")
-def start(chapter_id: str, directory: Path | None, language: str, ci: str | None) -> None:
+def start(chapter: Any, directory: Path | None, language: str, ci: str | None) -> None:
     """Write CHAPTER's stubs into your repository; never overwrites a file."""
-    from course import chapters
     from course.learner import ChapterState, LearnerRepo, default_start_root, find_root, now
     from course.scaffold import scaffold
 
-    chapter = chapters.get(chapter_id)
     track = chapter.track(language)
     root = directory.resolve() if directory else default_start_root()
     if root.exists() and not root.is_dir():
@@ -143,23 +180,23 @@ def start(chapter_id: str, directory: Path | None, language: str, ci: str | None
 
 
 @cli.command()
-@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
-def show(chapter_id: str | None) -> None:
+@click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
+def show(chapter: Any) -> None:
     """Print the chapter's text."""
-    chapter = _any_chapter(chapter_id)
+    chapter = _any_chapter(chapter)
     echo(chapter.text_path.read_text(encoding="utf-8").rstrip())
 
 
 @cli.command()
-@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
-@click.option("--language", default="python", show_default=True)
-def tests(chapter_id: str | None, language: str) -> None:
+@click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
+@language_option("The track whose test names are shown.")
+def tests(chapter: Any, language: str) -> None:
     """The chapter's test catalog: each test, its kind, what it checks and why it matters."""
     import textwrap
 
     from course import languages
 
-    chapter = _any_chapter(chapter_id)
+    chapter = _any_chapter(chapter)
     adapter = languages.get(language)
     echo(f"{chapter.id}: {chapter.title}")
     if chapter.summary:
@@ -171,11 +208,11 @@ def tests(chapter_id: str | None, language: str) -> None:
         echo(textwrap.fill(entry.why, 96, initial_indent="    why:    ", subsequent_indent="            "))
 
 
-def _code_under_test(given: str | None, reference: bool, language: str):  # noqa: ANN202
-    """(repo, chapter, track, state): the learner's, or with --reference no repo and no state."""
+def _code_under_test(given: Any, reference: bool, language: str) -> Target:
+    """The learner's chapter, or with --reference the course's reference (no repo, no state)."""
     if reference:
         chapter = _any_chapter(given)
-        return None, chapter, chapter.track(language), None
+        return Target(None, chapter, chapter.track(language))
     return _learner_chapter(given)
 
 
@@ -186,20 +223,21 @@ def _writable(*paths: Path | None) -> None:
             raise UsageError(f"cannot write {path}: no folder {path.resolve().parent}")
 
 
-def _any_chapter(given: str | None):  # noqa: ANN202
+def _any_chapter(given: Any) -> Any:
     """The chapter named, else the learner's current one (commands that need no started chapter)."""
     from course import chapters
     from course.learner import LearnerRepo
 
-    if given:
-        return chapters.get(given)
+    if given is not None:
+        return given
     return chapters.get(LearnerRepo.find().resolve_chapter(None))
 
 
 @cli.command()
-@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
+@click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
 @click.option("--reference", is_flag=True, help="Run the catalog on the course's reference (instructors, CI).")
-@click.option("-k", "select", default="", metavar="EXPR", help="Run only the tests matching EXPR (pytest -k syntax).")
+@click.option("-k", "select", default="", metavar="EXPR",
+              help="Run only the catalog tests whose names match EXPR: words, and/or/not, parentheses.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
               help="Seconds each test may take before it is stopped [default: 5].")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
@@ -209,9 +247,9 @@ def _any_chapter(given: str | None):  # noqa: ANN202
 @click.option("--autograding", "autograding_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write GitHub Classroom's runner result (points per test) to this file.")
 @click.option("-v", "--verbose", is_flag=True, help="Full tracebacks and test output.")
-@click.option("--language", default="python", show_default=True, help="The track, with --reference.")
+@language_option("The track, with --reference.")
 @click.option("--coverage", is_flag=True, help="Also show the lines of your files that no test ran.")
-def check(chapter_id: str | None, reference: bool, select: str, timeout: float | None,
+def check(chapter: Any, reference: bool, select: str, timeout: float | None,
           json_path: Path | None, junit_path: Path | None, autograding_path: Path | None, verbose: bool,
           language: str, coverage: bool) -> None:
     """Run the chapter's catalog on your code: exit 0 when every test passes, 1 otherwise."""
@@ -222,8 +260,9 @@ def check(chapter_id: str | None, reference: bool, select: str, timeout: float |
     from course.learner import LearnerRepo, fingerprint, now
 
     _writable(json_path, junit_path, autograding_path)
-    repo, chapter, track, state = _code_under_test(chapter_id, reference, language)
-    code_root = track.reference if repo is None else repo.root
+    target = _code_under_test(chapter, reference, language)
+    repo, chapter, track, state = target.repo, target.chapter, target.track, target.state
+    code_root = target.code_root
     where = "the course's reference" if repo is None else str(repo.root)
     if repo is not None:
         files_before = fingerprint(code_root, track.files)
@@ -276,15 +315,16 @@ def check(chapter_id: str | None, reference: bool, select: str, timeout: float |
 
 
 @cli.command()
-@click.argument("chapter_id", metavar="[CHAPTER]", required=False)
+@click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
 @click.option("--force", is_flag=True, help="Show the diff even before the chapter passes (instructors).")
-def diff(chapter_id: str | None, force: bool) -> None:
+def diff(chapter: Any, force: bool) -> None:
     """After passing: a unified diff of your files against the reference."""
     from course.diffing import diff_files
     from course.errors import Refused
     from course.learner import fingerprint
 
-    repo, chapter, track, state = _learner_chapter(chapter_id)
+    target = _learner_chapter(chapter)
+    repo, chapter, track, state = target.repo, target.chapter, target.track, target.state
     if not force:
         if not state.passed:
             raise Refused(f"the reference is shown once `course check {chapter.id}` passes; it has not passed yet")
@@ -297,7 +337,7 @@ def diff(chapter_id: str | None, force: bool) -> None:
 
 @cli.command(context_settings={"ignore_unknown_options": True})
 @click.option("--reference", is_flag=True, help="Run the demonstration on the course's reference.")
-@click.option("--language", default="python", show_default=True, help="The track, with --reference.")
+@language_option("The track, with --reference.")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[CHAPTER] [DEMO OPTIONS]...")
 def run(reference: bool, language: str, args: tuple[str, ...]) -> None:
     """Run the chapter's offline demonstration on your code.
@@ -305,16 +345,18 @@ def run(reference: bool, language: str, args: tuple[str, ...]) -> None:
     Every other option is the demonstration's own and is passed to it as it is
     (for example `course run ag02 --scenario retry`).
     """
-    from course import languages
+    from course import languages, runner
 
     # The chapter is the first word that is not an option; with none, the current chapter. Any other
     # word belongs to the demonstration (click puts unknown options among the arguments, in order).
-    chapter_id, args = (args[0], args[1:]) if args and not args[0].startswith("-") else (None, args)
-    repo, chapter, track, _ = _code_under_test(chapter_id, reference, language)
-    code_root = track.reference if repo is None else repo.root
+    chapter, args = (CHAPTER.convert(args[0], None, None), args[1:]) if args and not args[0].startswith("-") else (None, args)
+    target = _code_under_test(chapter, reference, language)
+    track = target.track
     if not track.run:
-        raise UsageError(f"chapter {chapter.id} has no demonstration to run")
-    code = languages.get(track.language).run_script(track, code_root, track.tests / track.run, list(args))
+        raise UsageError(f"chapter {target.chapter.id} has no demonstration to run")
+    with runner.environment(track) as env:
+        code = languages.get(track.language).run_script(track, target.code_root, track.tests / track.run,
+                                                        list(args), env)
     sys.exit(code if code >= 0 else 128 - code)  # killed by a signal: the shell's convention
 
 
@@ -332,20 +374,17 @@ def fake_model(port: int) -> None:
 
 
 @cli.command()
-@click.argument("chapter_id", metavar="CHAPTER")
+@click.argument("chapter", metavar="CHAPTER", type=CHAPTER)
 @click.option("--only", default="", metavar="IDS", help="Run only these mutants, e.g. --only s05,s06.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the results as JSON.")
 @click.option("--mutmut", "use_mutmut", is_flag=True, help="Run mutmut's generic mutants instead (instructor extra).")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Mutants run at once [default: the cores].")
-@click.option("--language", default="python", show_default=True)
-def mutants(chapter_id: str, only: str, json_path: Path | None, use_mutmut: bool, jobs: int | None, language: str) -> None:
+@language_option("The track whose mutants run.")
+def mutants(chapter: Any, only: str, json_path: Path | None, use_mutmut: bool, jobs: int | None, language: str) -> None:
     """Prove the catalog kills each documented pitfall mutant (or, with --mutmut, score it broadly)."""
     import json
 
-    from course import chapters
-
     _writable(json_path)
-    chapter = chapters.get(chapter_id)
     track = chapter.track(language)
     if use_mutmut and (only or jobs):
         raise UsageError("--only and --jobs choose documented mutants; --mutmut runs mutmut's own")
@@ -420,16 +459,16 @@ class _Progress:
 
 
 @cli.command()
-@click.argument("chapter_ids", metavar="[CHAPTER]...", nargs=-1)
+@click.argument("chosen", metavar="[CHAPTER]...", type=CHAPTER, nargs=-1)
 @click.option("--seed", type=click.IntRange(min=0), default=None,
               help="The shuffled run's seed (to repeat an order verify printed) [default: drawn from the catalog's files].")
-def verify(chapter_ids: tuple[str, ...], seed: int | None) -> None:
+def verify(chosen: tuple[Any, ...], seed: int | None) -> None:
     """Prove chapters sound: manifest, reference passes (in order and shuffled), stubs fail,
     documented mutants killed."""
     from course import chapters
     from course.verify import verify_track
 
-    selected = [chapters.get(c) for c in chapter_ids] or list(chapters.load_all())
+    selected = list(chosen) or list(chapters.load_all())
     passed = failed = 0
 
     def say(finding) -> None:  # noqa: ANN001
@@ -451,7 +490,7 @@ def verify(chapter_ids: tuple[str, ...], seed: int | None) -> None:
 
 @cli.command()
 @click.argument("roster", type=click.Path(path_type=Path), required=False)
-@click.option("--chapter", "chapter_id", default=None, metavar="CHAPTER",
+@click.option("--chapter", type=CHAPTER, default=None, metavar="CHAPTER",
               help="The chapter to grade [default: each repository's current chapter].")
 @click.option("--from-results", "results_dir", type=click.Path(path_type=Path), default=None,
               help="Build the gradebook from downloaded results.json files instead of running checks.")
@@ -463,7 +502,7 @@ def verify(chapter_ids: tuple[str, ...], seed: int | None) -> None:
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=5.0, show_default=True, help="Seconds per test.")
 @click.option("--repo-timeout", type=click.FloatRange(min=1), default=300.0, show_default=True,
               help="Seconds for one whole repository.")
-def grade(roster: Path | None, chapter_id: str | None, results_dir: Path | None, csv_path: Path, json_path: Path,
+def grade(roster: Path | None, chapter: Any, results_dir: Path | None, csv_path: Path, json_path: Path,
           jobs: int | None, timeout: float, repo_timeout: float) -> None:
     """Grade a class: ROSTER is a folder of learner repositories, or a file listing their paths.
 
@@ -481,12 +520,10 @@ def grade(roster: Path | None, chapter_id: str | None, results_dir: Path | None,
 
         rows = from_results(results_dir)
     else:
-        from course import chapters
         from course.grading import roster as rosters
         from course.grading.grade import Grader, Limits
 
-        if chapter_id:
-            chapter_id = chapters.get(chapter_id).id
+        chapter_id = chapter.id if chapter is not None else None
         members = rosters.read(roster.resolve())
         grader = Grader(chapter_id, Limits(test_timeout=timeout, repo_timeout=repo_timeout), jobs or os.cpu_count() or 1)
         progress = _Progress(len(members), label="repositories", line=lambda row: f"  {row.learner}: {row.status}")
@@ -529,7 +566,5 @@ def main() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(141)  # 128 + SIGPIPE, as a shell reports it
     except CourseError as exc:
-        click.echo(f"course: {exc.message}", err=True)
-        if exc.detail:
-            click.echo(exc.detail, err=True)
+        exc.show()
         sys.exit(exc.exit_code)

@@ -1,46 +1,67 @@
-"""Name the pitfall a learner's failures look like.
+"""Name the pitfall a learner's failures look like, or say nothing.
 
-`course verify` records each documented mutant's kill signature (the set of catalog test cases it fails)
-in the chapter's signatures.json. When a learner's failing set is close to a signature, the check ends
-with one line naming that mutant's pitfall: a hint at where to look, never the fix.
+`course verify` records each documented mutant's signature in the chapter's signatures.json: every
+case the mutant breaks, with the check that failed in it (the test lines down to the failing assert and
+the exception's type; see CheckResult.signature). A broad test that many bugs fail therefore still
+tells them apart by which of its asserts fails. A hint names a pitfall only when the learner's
+signature shares at least half of the union with one of that pitfall's mutants (Jaccard index), and
+no other pitfall comes within MARGIN of that score. Ties, weak matches and failures mostly outside
+every signature give no hint: a wrong hint sends a learner to the wrong place, silence does not.
+`tooling/hints/precision.py` measures how often a shown hint is wrong.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from course.chapters import Chapter, Track
 from course.check.results import CheckResult
 
-# How close a learner's failing set must be to a signature (Jaccard index) to name its pitfall.
-MIN_SIMILARITY = 0.75
-
-
-def load_signatures(chapter: Chapter, track: Track) -> dict[str, frozenset[str]]:
-    path = chapter.signatures_path
-    if not path.is_file():
-        return {}
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return {mutant: frozenset(tests) for mutant, tests in data.get(track.language, {}).items()}
+# How close a learner's signature must be to a mutant's (Jaccard index) for its pitfall to be named.
+MIN_SIMILARITY = 0.5
+# The runner-up pitfall must score below this share of the best one, or the hint stays silent.
+MARGIN = 0.8
 
 
 def similarity(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a | b else 0.0
 
 
+def name_pitfall(failing: frozenset[str], signatures: Mapping[str, frozenset[str]],
+                 pitfall_of: Mapping[str, int]) -> int | None:
+    """The pitfall whose mutants' signatures the failing signature clearly resembles, or None."""
+    best: dict[int, float] = {}
+    for mutant, signature in signatures.items():
+        if signature and mutant in pitfall_of:
+            pitfall = pitfall_of[mutant]
+            best[pitfall] = max(best.get(pitfall, 0.0), similarity(failing, signature))
+    ranked = sorted(best.items(), key=lambda item: item[1], reverse=True)
+    if not ranked or ranked[0][1] < MIN_SIMILARITY:
+        return None
+    if len(ranked) > 1 and ranked[1][1] >= MARGIN * ranked[0][1]:
+        return None  # two pitfalls fit about as well: naming either could send the learner astray
+    return ranked[0][0]
+
+
+def load_signatures(chapter: Chapter, track: Track, digest: str) -> dict[str, frozenset[str]]:
+    """The recorded signatures, if they were recorded against this very catalog (they name its
+    lines: against an edited catalog they would mislead, so there are none)."""
+    path = chapter.signatures_path
+    if not path.is_file():
+        return {}
+    recorded = json.loads(path.read_text(encoding="utf-8")).get(track.language, {})
+    if not isinstance(recorded, dict) or recorded.get("catalog") != digest:
+        return {}
+    return {mutant: frozenset(marks) for mutant, marks in recorded.get("signatures", {}).items()}
+
+
 def diagnose(chapter: Chapter, track: Track, result: CheckResult) -> str:
     if result.problem or not result.failing or len(result.failing) == result.total:
         return ""
-    failing = result.failing_cases
-    signatures = load_signatures(chapter, track)
-    scored = [(similarity(failing, sig), mutant) for mutant, sig in signatures.items() if sig]
-    best = max((score for score, _ in scored), default=0.0)
-    if best < MIN_SIMILARITY:
+    signatures = load_signatures(chapter, track, track.catalog_digest())
+    pitfall = name_pitfall(result.signature, signatures, {m.id: m.pitfall for m in track.mutants})
+    named = chapter.pitfall(pitfall) if pitfall is not None else None
+    if named is None:
         return ""
-    by_id = {m.id: m for m in track.mutants}
-    pitfalls = sorted({by_id[m].pitfall for score, m in scored if score == best and m in by_id})
-    named = [p for p in (chapter.pitfall(n) for n in pitfalls) if p]
-    if not named:
-        return ""
-    described = " or ".join(f"pitfall {p.id}: {p.title}" for p in named[:2])
-    return f"this pattern of failures matches {described} (see `course show {chapter.id}`, Pitfalls)"
+    return f"this pattern of failures matches pitfall {named.id}: {named.title} (see `course show {chapter.id}`, Pitfalls)"

@@ -1,10 +1,28 @@
-"""The harness's errors: each carries the exit code the CLI ends with and a one-line message.
+"""Every error the harness raises on purpose, in one tree, each with the exit code the CLI ends with.
 
-Exit codes: 0 success, 1 a verdict against the user's code (tests failed, diff refused before a pass,
-a chapter unsound), 2 a usage error (unknown chapter, no learner repository, chapter not started).
+    CourseError                 exit 1   base: a message, optional detail lines, show()
+    ├── UsageError              exit 2   the command cannot run as asked: fix the command line or the folder
+    │   ├── UnknownChapter               no chapter of that id (the message lists the chapters)
+    │   ├── UnknownLanguage              no adapter, or no track, for that language
+    │   ├── NoLearnerRepo                not inside a learner repository
+    │   ├── ChapterNotStarted            the chapter was never started here
+    │   ├── BadSelection                 -k is not a valid expression, or matches no catalog test
+    │   └── ToolMissing                  a language's toolchain is not installed (the line says what to install)
+    ├── ManifestError           exit 2   a chapter's data is malformed: names chapter, entry and field
+    ├── Refused                 exit 1   not yet (`diff` before the chapter passes)
+    ├── BaselineFailed          exit 1   the catalog fails on the reference, so no mutant can be judged
+    ├── StaleMutant             exit 1   a documented mutant no longer applies to the reference
+    └── Stopped                 exit 130 the harness is shutting down: no new child process may start
+
+Each shows itself as one line on stderr, `course: <message>`, then its detail lines if any: the
+same for every command, so no command prints a traceback for a mistake the user can fix.
+Exit codes: 0 success, 1 a verdict against the code, 2 a usage error, 130 interrupted.
 """
 
 from __future__ import annotations
+
+import sys
+from typing import TextIO
 
 
 class CourseError(Exception):
@@ -17,6 +35,13 @@ class CourseError(Exception):
         self.message = message
         self.detail = detail  # extra lines shown after the message (e.g. the list of chapters)
 
+    def show(self, file: TextIO | None = None) -> None:
+        out = file or sys.stderr
+        out.write(f"course: {self.message}\n")
+        if self.detail:
+            out.write(self.detail.rstrip("\n") + "\n")
+        out.flush()
+
 
 class UsageError(CourseError):
     """The command cannot run as asked: fix the command line or the place it runs from."""
@@ -25,15 +50,27 @@ class UsageError(CourseError):
 
 
 class UnknownChapter(UsageError):
-    pass
+    """No chapter has that id."""
+
+
+class UnknownLanguage(UsageError):
+    """No adapter for that language, or the chapter has no track in it."""
 
 
 class NoLearnerRepo(UsageError):
-    pass
+    """Not inside a learner repository (no state file here or above)."""
 
 
 class ChapterNotStarted(UsageError):
-    pass
+    """The chapter was never started in this repository."""
+
+
+class BadSelection(UsageError):
+    """A -k expression that does not parse, or that matches no catalog test."""
+
+
+class ToolMissing(UsageError):
+    """A language's toolchain is missing or too old; the message says what to install."""
 
 
 class ManifestError(CourseError):
@@ -45,4 +82,16 @@ class ManifestError(CourseError):
 class Refused(CourseError):
     """The command will not do this yet (for instance `diff` before the chapter passes)."""
 
-    exit_code = 1
+
+class BaselineFailed(CourseError):
+    """The catalog does not pass on the untouched reference, so no mutant can be judged."""
+
+
+class StaleMutant(CourseError):
+    """The mutant's change no longer applies to the reference."""
+
+
+class Stopped(CourseError):
+    """The harness is shutting down (Ctrl-C, SIGTERM): no new child process may start."""
+
+    exit_code = 130

@@ -10,13 +10,11 @@ import os
 import signal
 import threading
 
+from course.errors import Stopped
+
 _lock = threading.Lock()
 _live: set[int] = set()
 _stopping = threading.Event()
-
-
-class Stopped(Exception):
-    """The harness is shutting down: no new child process may start."""
 
 
 def admit() -> None:

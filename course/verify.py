@@ -11,7 +11,6 @@ Each mutant's kill signature is recorded in the chapter's signatures.json for `c
 
 from __future__ import annotations
 
-import hashlib
 import json
 import tempfile
 from dataclasses import dataclass, field
@@ -69,6 +68,11 @@ def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
     for test in sorted(set(defined) - catalogued):
         problems.append(f"{test} in {track.tests} is not in the catalog (course check would never run it)")
     problems.extend(adapter.catalog_problems(track))
+    from course.services import SERVICES
+
+    for service in track.services:
+        if service not in SERVICES:
+            problems.append(f"service {service!r} is unknown; the services are: {', '.join(SERVICES)}")
     if track.run and not (track.tests / track.run).is_file():
         problems.append(f"run script missing: {track.tests / track.run}")
     for dup in _duplicates([m.id for m in track.mutants]):
@@ -88,15 +92,13 @@ def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
 def default_seed(track: Track) -> int:
     """The shuffled run's seed unless one is given: drawn from the catalog's files, so a run is
     repeatable on the same tree and a changed catalog is tried in a new order."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in track.tests.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        digest.update(path.relative_to(track.tests).as_posix().encode() + b"\0" + path.read_bytes())
-    return int.from_bytes(digest.digest()[:4], "big")
+    return int(track.catalog_digest()[:8], 16)
 
 
 def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], None],
                  seed: int | None = None) -> ChapterVerdict:
-    from course.mutation.documented import BaselineFailed, run_mutants
+    from course.errors import BaselineFailed
+    from course.mutation.documented import run_mutants
     from course.scaffold import render_all
 
     verdict = ChapterVerdict()
@@ -147,18 +149,20 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
                                       if r.failing else "") + (f": {r.detail}" if r.detail else "") for r in bad)
     note("mutants", not bad, detail)
     if not bad:
-        write_signatures(chapter, track.language, {r.mutant.id: r.signature for r in results})
+        write_signatures(chapter, track, {r.mutant.id: r.signature for r in results})
     return verdict
 
 
-def write_signatures(chapter: Chapter, language: str, signatures: dict[str, list[str]]) -> bool:
-    """Record kill signatures beside the manifest; True if the file changed."""
+def write_signatures(chapter: Chapter, track: Track, signatures: dict[str, list[str]]) -> bool:
+    """Record kill signatures beside the manifest, tied to the catalog they were taken with; True if
+    the file changed."""
     path = chapter.signatures_path
     data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    wanted = {k: sorted(v) for k, v in sorted(signatures.items())}
-    if data.get(language) == wanted:
+    wanted = {"catalog": track.catalog_digest(),
+              "signatures": {k: sorted(v) for k, v in sorted(signatures.items())}}
+    if data.get(track.language) == wanted:
         return False
-    data[language] = wanted
+    data[track.language] = wanted
     try:
         path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     except OSError:

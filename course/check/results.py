@@ -4,10 +4,27 @@ EntryResult per catalog entry (a parametrized test has several cases), in catalo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 from course.chapters import CatalogEntry
 
-PASS, FAIL, ERROR, TIMEOUT, SKIP = "pass", "fail", "error", "timeout", "skip"
+
+class Status(str, Enum):
+    """A test case's verdict. A str, so it compares with and serialises as its plain value."""
+
+    PASS = "pass"
+    FAIL = "fail"  # a wrong result: an assertion, a not-implemented stub
+    ERROR = "error"  # the test could not judge: an unexpected exception, a crash, a missing test
+    TIMEOUT = "timeout"  # stopped at its time limit
+    SKIP = "skip"
+
+    def __str__(self) -> str:
+        return self.value
+
+    __format__ = str.__format__  # f"{status:<8}" pads the value, on every Python
+
+
+PASS, FAIL, ERROR, TIMEOUT, SKIP = Status.PASS, Status.FAIL, Status.ERROR, Status.TIMEOUT, Status.SKIP
 # When an entry's cases disagree, the entry shows the most serious of them.
 _SEVERITY = {PASS: 0, SKIP: 1, FAIL: 2, ERROR: 3, TIMEOUT: 4}
 
@@ -16,13 +33,18 @@ _SEVERITY = {PASS: 0, SKIP: 1, FAIL: 2, ERROR: 3, TIMEOUT: 4}
 class CaseResult:
     entry: str  # the catalog name the case belongs to
     case: str  # the case id within a parametrized test ("" for a plain test)
-    status: str
+    status: Status
     message: str = ""  # the short reason: assertion message, exception, timeout
     where: str = ""  # the learner's file:line the failure points at, when it points into their code
     test_line: str = ""  # the test file:line that failed
     details: str = ""  # the full traceback, shown with -v
+    failed_at: str = ""  # which check failed, and how: the test lines down to it and the exception type
     output: str = ""  # what the test printed
     duration: float = 0.0
+
+
+    def __post_init__(self) -> None:
+        self.status = Status(self.status)
 
 
 @dataclass
@@ -42,11 +64,10 @@ class FileCoverage:
 
 @dataclass
 class RunOutcome:
-    """What a language adapter's catalog run returns."""
+    """What a catalog run returns: its cases in the order they ran, and what stopped it, if anything."""
 
     cases: list[CaseResult] = field(default_factory=list)
     problem: str = ""  # what stopped the run before (or outside) the tests; "" when nothing did
-    bad_selection: bool = False  # the test runner rejected the -k expression
     coverage: dict[str, FileCoverage] | None = None  # by file, when the run was asked to measure it
 
 
@@ -58,7 +79,7 @@ class EntryResult:
     missing: bool = False  # the catalog names a test that the test files do not define
 
     @property
-    def status(self) -> str:
+    def status(self) -> Status:
         if self.missing or not self.cases:
             return ERROR
         return max((c.status for c in self.cases), key=_SEVERITY.__getitem__)
@@ -93,15 +114,17 @@ class CheckResult:
         return frozenset(e.entry.name for e in self.entries if e.status != PASS)
 
     @property
-    def failing_cases(self) -> frozenset[str]:
-        """The cases that did not pass, as 'name[case]' (or 'name' for an entry with no cases): finer
-        than `failing`, so that bugs that break different recorded streams tell apart."""
-        cases = set()
+    def signature(self) -> frozenset[str]:
+        """How the run failed, finer than `failing`: each case that did not pass with the check that
+        failed in it, 'name[case]@test_x.py:41 AssertionError' ('name@...' for a test without cases).
+        Bugs that break different recorded streams, or different asserts of one broad test, differ."""
+        marks = set()
         for entry in self.entries:
             if entry.status == PASS:
                 continue
             broken = [c for c in entry.cases if c.status != PASS]
-            cases.update(f"{entry.entry.name}[{c.case}]" if c.case else entry.entry.name for c in broken)
+            marks.update(f"{entry.entry.name}{f'[{c.case}]' if c.case else ''}@{c.failed_at or c.status}"
+                         for c in broken)
             if not broken:
-                cases.add(entry.entry.name)
-        return frozenset(cases)
+                marks.add(f"{entry.entry.name}@{entry.status}")
+        return frozenset(marks)

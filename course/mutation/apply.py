@@ -7,10 +7,9 @@ import re
 from pathlib import Path
 
 from course.chapters import Mutant
+from course.errors import StaleMutant
 
-
-class StaleMutant(Exception):
-    """The mutant's change no longer applies to the reference."""
+__all__ = ["StaleMutant", "apply"]
 
 
 def apply(mutant: Mutant, root: Path) -> None:

@@ -20,14 +20,10 @@ from course import processes
 from course.chapters import Chapter, Mutant, Track
 from course.check import run_check
 from course.check.results import TIMEOUT, CheckResult
-from course.errors import CourseError
-from course.mutation.apply import StaleMutant, apply
+from course.errors import BaselineFailed, StaleMutant
+from course.mutation.apply import apply
 
 KILLED, SURVIVED, TIMED_OUT, STALE = "killed", "survived", "timeout", "stale"
-
-
-class BaselineFailed(CourseError):
-    """The catalog does not pass on the untouched reference, so no mutant can be judged."""
 
 
 @dataclass
@@ -35,7 +31,7 @@ class MutantResult:
     mutant: Mutant
     status: str
     failing: list[str] = field(default_factory=list)  # the catalog tests that failed
-    signature: list[str] = field(default_factory=list)  # the cases that failed: its kill signature
+    signature: list[str] = field(default_factory=list)  # how it failed (CheckResult.signature)
     detail: str = ""  # why it is stale, or what stopped the run
     seconds: float = 0.0  # wall time of its run
 
@@ -82,7 +78,7 @@ def _judge(chapter: Chapter, track: Track, mutant: Mutant, timeout: float, scrat
             return MutantResult(mutant, STALE, detail=str(exc))
         result = run_check(chapter, track, copy, timeout=timeout, scratch=scratch)
     failing = sorted(result.failing)
-    signature = sorted(result.failing_cases)
+    signature = sorted(result.signature)
     if result.problem:
         return MutantResult(mutant, KILLED, failing, signature, detail=result.problem)
     if not failing:

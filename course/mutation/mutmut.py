@@ -22,6 +22,7 @@ from typing import Callable
 from course import content
 from course.chapters import Chapter, Track
 from course.errors import CourseError, UsageError
+from course.languages.protocol import FIXTURES_VAR, SCRATCH_VAR
 
 # mutmut's exit codes per mutant, from its .meta files (exit_code_by_key).
 _KILLED = {1, 3}
@@ -107,7 +108,9 @@ def run_mutmut(chapter: Chapter, track: Track, *, echo: Callable[[str], None]) -
     with tempfile.TemporaryDirectory(prefix=f"course-mutmut-{chapter.id}-") as tmp:
         folder = Path(tmp)
         stage(chapter, track, folder)
-        env = {**os.environ, "PYTHONPATH": harness, "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {**os.environ, "PYTHONPATH": harness, "PYTHONDONTWRITEBYTECODE": "1",
+               FIXTURES_VAR: str(folder / "fixtures" / chapter.id), SCRATCH_VAR: str(folder / "scratch")}
+        (folder / "scratch").mkdir()
         echo(f"mutmut: staging {chapter.id} in {folder} and running (this takes a while)")
         done = subprocess.run([sys.executable, "-m", "mutmut", "run"], cwd=folder, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -27,3 +27,26 @@ def test_a_diff_that_does_not_match_is_stale() -> None:
 @pytest.mark.parametrize("spelling", ["ag01", "AG-01", "ag.01", "Ag_01"])
 def test_chapter_ids_normalize(spelling: str) -> None:
     assert normalize_id(spelling) == "ag01", f"normalize_id({spelling!r}) = {normalize_id(spelling)!r}"
+
+
+def test_the_hint_names_a_pitfall_only_on_a_clear_match() -> None:
+    from course.diagnose import name_pitfall
+
+    signatures = {
+        "a1": frozenset({"sse[crlf]@t.py:10 AssertionError", "sse[cr]@t.py:10 AssertionError"}),
+        "b1": frozenset({"seams@t.py:40 AssertionError", "context@t.py:50 AssertionError"}),
+        "c1": frozenset({"seams@t.py:40 AssertionError", "retry@t.py:90 AssertionError"}),
+        "d1": frozenset({"retry@t.py:90 AssertionError", "retry@t.py:95 AssertionError"}),
+    }
+    pitfall_of = {"a1": 2, "b1": 9, "c1": 6, "d1": 7}
+    assert name_pitfall(signatures["a1"], signatures, pitfall_of) == 2, "an exact match names its pitfall"
+    # the same broad test, at the same assert, fails for two pitfalls: about as close to both, so silent
+    ambiguous = frozenset({"seams@t.py:40 AssertionError"})
+    assert name_pitfall(ambiguous, signatures, pitfall_of) is None, "a tie between two pitfalls must stay silent"
+    one_of_four = frozenset({"sse[crlf]@t.py:10 AssertionError", "x@t.py:1 KeyError", "y@t.py:2 KeyError"})
+    assert name_pitfall(one_of_four, signatures, pitfall_of) is None, "a weak match must stay silent"
+    outside = frozenset({"unknown@t.py:3 AssertionError"})
+    assert name_pitfall(outside, signatures, pitfall_of) is None, "failures outside every signature: silent"
+    # the same case failing at another assert is another check: it does not count as a match
+    elsewhere = frozenset({"sse[crlf]@t.py:12 AssertionError", "sse[cr]@t.py:12 AssertionError"})
+    assert name_pitfall(elsewhere, signatures, pitfall_of) is None, "a different failing assert is not the same bug"

@@ -37,7 +37,7 @@ def tiny_chapter(root: Path, *, tests: str, reference: str, starter: str = START
     catalog = [{"name": name, "kind": "unit", "checks": f"{name} works", "why": "a harness test needs it",
                 "stated_in": stated_in if stated_in is not None else [{"section": "Rules"}]} for name in names]
     manifest = {
-        "id": CHAPTER, "title": "Tiny", "order": 99,
+        "format_version": 1, "id": CHAPTER, "title": "Tiny", "order": 99,
         "pitfalls": [{"id": 1, "title": "a wrong sum"}],
         "catalog": catalog,
         "tracks": {"python": {"files": ["calc.py"], "modules": ["calc"], "mutants": mutants or []}},

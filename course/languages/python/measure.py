@@ -1,7 +1,7 @@
 """Coverage of the code under test, measured by coverage.py in branch mode.
 
-Each worker of a run records what it executed into its own data file; once the run is over, the
-parent combines them and reads, for every file of the track, its statements, the ones never run and
+Each worker of a run records what it executed into its own data file in the run's coverage folder;
+once the run is over, the parent combines them and reads, for every file of the track, its statements, the ones never run and
 the branches never taken. Lines the code marks `# pragma: no cover` (or `no branch`) are left out,
 and `course verify` insists that each such mark says why, on the same line.
 """
@@ -23,17 +23,12 @@ PRAGMA = re.compile(r"#\s*(pragma|PRAGMA)[:\s]?\s*(no|NO)\s*(cover|COVER|branch|
 REASON = re.compile(r"[A-Za-z]{2,}.*\s.*[A-Za-z]{2,}")
 
 
-@contextmanager
-def measuring(code_root: Path, files: list[str]) -> Iterator[tuple[dict, dict[str, FileCoverage]]]:
-    """Yields (what the worker needs to measure, the per-file results filled in after the block)."""
-    results: dict[str, FileCoverage] = {}
-    with tempfile.TemporaryDirectory(prefix="course-coverage-") as tmp:
-        include = [str(code_root / name) for name in files]
-        yield {"data_file": str(Path(tmp) / ".coverage"), "include": include}, results
-        results.update(_read(Path(tmp), code_root, files))
+def asked(folder: Path, code_root: Path, files: tuple[str, ...]) -> dict:
+    """What a worker needs to measure: where its data file goes, and which files to measure."""
+    return {"data_file": str(folder / ".coverage"), "include": [str(code_root / name) for name in files]}
 
 
-def _read(folder: Path, code_root: Path, files: list[str]) -> dict[str, FileCoverage]:
+def read(folder: Path, code_root: Path, files: list[str]) -> dict[str, FileCoverage]:
     import coverage
     from coverage.exceptions import NoDataError
 

@@ -1,15 +1,15 @@
-"""The child process that runs a Python catalog, forked from a server that has pytest imported.
+"""The child process that runs a Python catalog, forked from the harness or from a fork server that
+has pytest imported.
 
-It puts the code under test first on sys.path, imports the chapter's modules (so a syntax error is
-one clear message, not a collection failure), then runs pytest in-process with a plugin that keeps the
-catalog's order, bounds each test with a timer, and sends one JSON message per event to the supervisor
-on a dedicated pipe: the learner's prints cannot corrupt it, and a test that kills the interpreter
-leaves behind exactly the events written before it.
+It puts the code under test first on sys.path, imports the chapter's modules (so code that fails at
+import time is one clear message, not a collection failure), then runs pytest in-process with a
+plugin that keeps the catalog's order, bounds each test with a timer, and sends one typed event per
+message (course.languages.protocol) on a dedicated pipe: the learner's prints cannot corrupt it, and
+a test that kills the interpreter leaves behind exactly the events written before it.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 
 from course import content
+from course.check.results import Status
+from course.languages.protocol import CaseFinished, CaseId, CaseStarted, Collected, Event, Finished, Problem, encode
 
 
 class TestTimeout(BaseException):
@@ -36,8 +38,8 @@ class Events:
     def __init__(self, channel: Connection) -> None:
         self.channel = channel
 
-    def send(self, **event: Any) -> None:
-        self.channel.send_bytes(json.dumps(event).encode())
+    def send(self, event: Event) -> None:
+        self.channel.send_bytes(encode(event))
 
 
 PACKAGE = str(Path(__file__).resolve().parents[2])  # the course package: never the learner's code
@@ -70,6 +72,16 @@ def locate(tb_entries: list[tuple[str, int]], code_root: str, tests_root: str) -
     return where, test_line
 
 
+def failed_at(exc: BaseException | None, tb_entries: list[tuple[str, int]], tests_root: str) -> str:
+    """Which check of the test failed, and how: the test files' lines on the way down, and the
+    exception's type ('test_ag01.py:700>test_ag01.py:41 AssertionError'). Two bugs that break the
+    same case at different asserts differ here, which is what tells their pitfalls apart."""
+    if exc is None or isinstance(exc, TestTimeout):  # where a timer fires is chance, not a place
+        return "timeout" if exc is not None else ""
+    lines = [f"{os.path.basename(f)}:{n}" for f, n in tb_entries if _inside(f, tests_root)]
+    return ">".join(lines) + f" {type(exc).__name__}"
+
+
 def details(exc: BaseException, tests_root: str) -> str:
     """The traceback from the test function down: pytest's own frames above it help nobody."""
     tb = exc.__traceback__
@@ -91,15 +103,19 @@ def short_message(exc: BaseException, limit: int = 12) -> str:
     return "\n".join(lines[:limit] + (["..."] if len(lines) > limit else []))
 
 
-def classify(exc: BaseException, when: str) -> str:
+def classify(exc: BaseException, when: str) -> Status:
     if isinstance(exc, TestTimeout):
-        return "timeout"
+        return Status.TIMEOUT
     if when != "call":
-        return "error"
+        return Status.ERROR
     # pytest.raises and pytest.fail report a wrong result, like an assert does
     if isinstance(exc, (AssertionError, NotImplementedError, pytest.fail.Exception)):
-        return "fail"
-    return "error"
+        return Status.FAIL
+    return Status.ERROR
+
+
+def _case_of(nodeid: str) -> str:
+    return nodeid[nodeid.index("[") + 1 : -1] if nodeid.endswith("]") and "[" in nodeid else ""
 
 
 def shuffled_rank(seed: int, nodeid: str) -> bytes:
@@ -112,7 +128,8 @@ def shuffled_rank(seed: int, nodeid: str) -> bytes:
 
 class CatalogPlugin:
     def __init__(self, spec: dict[str, Any], events: Events) -> None:
-        self.order = {name: i for i, name in enumerate(spec["names"])}
+        self.entries: dict[str, str] = spec["names"]  # test function name -> catalog name, in catalog order
+        self.order = {name: i for i, name in enumerate(self.entries)}
         self.shuffle = spec.get("shuffle")  # a seed: run the cases in an order drawn from it
         self.skip = set(spec.get("skip", ()))
         self.timeout = float(spec["timeout"])
@@ -120,6 +137,7 @@ class CatalogPlugin:
         self.tests_root = os.path.realpath(spec["tests_dir"])
         self.events = events
         self.current: dict[str, Any] = {}
+        self.ran = False  # whether any test started
 
     def pytest_configure(self, config) -> None:  # noqa: ANN001
         # Python's own traceback format: what -v shows, and far cheaper for pytest to build than
@@ -136,17 +154,18 @@ class CatalogPlugin:
         if dropped:
             config.hook.pytest_deselected(items=dropped)
         items[:] = kept
-        self.events.send(event="collected", tests=[[i.nodeid, i.originalname] for i in kept])
+        self.events.send(Collected(tuple(CaseId(i.nodeid, self.entries[i.originalname], _case_of(i.nodeid)) for i in kept)))
 
     def pytest_collectreport(self, report) -> None:  # noqa: ANN001
         if report.failed:
             text = str(report.longrepr).strip().splitlines()
-            self.events.send(event="import_error", message=f"{report.nodeid or 'the catalog'} could not be collected: "
-                             + (text[-1] if text else "unknown error"))
+            self.events.send(Problem(f"{report.nodeid or 'the catalog'} could not be collected: "
+                                     + (text[-1] if text else "unknown error")))
 
     def pytest_runtest_logstart(self, nodeid, location) -> None:  # noqa: ANN001
-        self.current = {"nodeid": nodeid, "status": "pass", "duration": 0.0}
-        self.events.send(event="start", nodeid=nodeid)
+        self.current = {"key": nodeid, "status": Status.PASS, "duration": 0.0}
+        self.ran = True
+        self.events.send(CaseStarted(nodeid))
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item):  # noqa: ANN001, ANN201
@@ -162,18 +181,19 @@ class CatalogPlugin:
     def record(self, report, call) -> None:  # noqa: ANN001
         self.current["duration"] += report.duration
         if report.skipped and call.when in ("setup", "call"):
-            self.current["status"] = "skip"
-        if not report.failed or self.current["status"] not in ("pass", "skip"):
+            self.current["status"] = Status.SKIP
+        if not report.failed or self.current["status"] not in (Status.PASS, Status.SKIP):
             return  # keep the first failure: later phases usually fail because of it
         exc = call.excinfo.value if call.excinfo else None
         entries = [(str(e.path), e.lineno + 1) for e in call.excinfo.traceback] if call.excinfo else []
         where, test_line = locate(entries, self.code_root, self.tests_root)
         self.current.update(
-            status=classify(exc, call.when) if exc is not None else "error",
+            status=classify(exc, call.when) if exc is not None else Status.ERROR,
             message=short_message(exc) if exc is not None else str(report.longrepr)[:500],
             where=where,
             test_line=test_line,
             details=details(exc, self.tests_root) if exc is not None else str(report.longrepr),
+            failed_at=failed_at(exc, entries, self.tests_root),
         )
 
     def pytest_runtest_logreport(self, report) -> None:  # noqa: ANN001
@@ -181,7 +201,7 @@ class CatalogPlugin:
             self.current["output"] = report.capstdout[-500:]
 
     def pytest_runtest_logfinish(self, nodeid, location) -> None:  # noqa: ANN001
-        self.events.send(event="result", **self.current)
+        self.events.send(CaseFinished(**self.current))
 
 
 def import_modules(modules: list[str], code_root: str) -> str:
@@ -242,6 +262,7 @@ def run(spec: dict[str, Any], channel: Connection) -> None:
     # No third-party pytest plugins: the catalog needs none, and whatever else is installed
     # (anyio, trio, ...) costs start-up time and could change behaviour.
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    os.environ.update(spec["env"])  # what the catalog needs from the harness (COURSE_FIXTURES, ...)
 
     measure = _start_coverage(spec.get("coverage"))
     seconds = float(spec["timeout"])
@@ -249,7 +270,7 @@ def run(spec: dict[str, Any], channel: Connection) -> None:
         problem = import_modules(spec.get("modules", []), code_root)
     if problem:
         _save_coverage(measure)
-        events.send(event="import_error", message=problem)
+        events.send(Problem(problem))
         _end()
 
     args = [
@@ -261,12 +282,22 @@ def run(spec: dict[str, Any], channel: Connection) -> None:
         # what a test prints is captured at the sys.stdout level: cheaper than file descriptors
         "--capture=sys",
     ]
-    if spec.get("select"):
-        args += ["-k", spec["select"]]
-    status = pytest.main(args, plugins=[CatalogPlugin(spec, events)])
-    _save_coverage(measure)  # before the last event: once the supervisor hears it, the data is there
-    events.send(event="finished", exitstatus=int(status))
+    plugin = CatalogPlugin(spec, events)
+    status = int(pytest.main(args, plugins=[plugin]))
+    _save_coverage(measure)  # before the last event: once the runner hears it, the data is there
+    if status in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR) and not plugin.ran:
+        events.send(Problem(f"pytest stopped with exit code {status}" + _last_line(spec["stderr_path"])))
+    else:
+        events.send(Finished())
     _end()
+
+
+def _last_line(stderr_path: str) -> str:
+    """The last line this process wrote to stderr, as ': line' (or '')."""
+    sys.stderr.flush()
+    with open(stderr_path, "rb") as written:
+        lines = written.read()[-2000:].decode("utf-8", "replace").strip().splitlines()
+    return f": {lines[-1]}" if lines else ""
 
 
 def _start_coverage(asked: dict[str, Any] | None) -> Any:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
 
 from agent.contract import loop
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "fixtures" / "ag00"
+FIXTURES = Path(os.environ["COURSE_FIXTURES"])  # set by the harness for catalog runs and `course run`
 QUESTION = "What is the status of order o-1?"
 MODEL = "sample-model"
 

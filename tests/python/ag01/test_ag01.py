@@ -1,6 +1,7 @@
 """The ag01 catalog: a streaming client for OpenAI-compatible chat completions, and its retry wrapper.
 
-Tests run in catalog order. The recorded streams live in fixtures/ag01/streams.json; network tests talk
+Tests run in catalog order. The recorded streams live in fixtures/ag01/streams.json (the harness names
+the folder in COURSE_FIXTURES); network tests talk
 only to the course fake model on 127.0.0.1; retry waits go to a recorder, never to time.sleep.
 """
 
@@ -10,6 +11,7 @@ import contextlib
 import http.client
 import itertools
 import json
+import os
 import random
 import re
 import threading
@@ -23,7 +25,7 @@ from agent.provider import errors, openai, retry, sse
 from course import fake_model
 from ag01_http import Answer, PiecesReader, chunk, json_answer, sse_answer, sse_head
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "fixtures" / "ag01"
+FIXTURES = Path(os.environ["COURSE_FIXTURES"])
 STREAMS = json.loads((FIXTURES / "streams.json").read_text(encoding="utf-8"))
 READ_SIZES = (1, 7, 65536)
 

@@ -1,0 +1,173 @@
+"""The runner boundary: what the harness hands a language adapter, and what comes back.
+
+    course.check.run_check ──> course.runner.run(adapter, request, on_case)      shared by every language
+                                 │  starts the services the track needs, fills COURSE_* in request.env
+                                 ├─> adapter.prepare(request) -> Prepared          build or import check
+                                 │     a failure is one problem, at the learner's file:line; no test runs
+                                 └─> adapter.start(request, prepared, skip) -> Worker   one test process
+                                       Worker.next_event(deadline) -> Event | None     typed records below
+                                       Worker.kill(); Worker.close() -> Ended          exit code, stderr tail
+    The runner owns the per-test deadline, kills a worker that overstays it or dies, blames the test
+    it was in, and starts a fresh worker that skips every case already reported: an adapter only runs
+    the named tests it is given (minus `skip`) and reports what happened, in order.
+
+What a catalog needs from the harness reaches it through the environment, the same for every
+language (request.env, given to the test process as it is):
+    COURSE_FIXTURES        the chapter's recorded data (fixtures/<chapter>/), absolute
+    COURSE_SCRATCH         an empty folder for this run's own files, removed after it
+    COURSE_FAKE_MODEL_URL  base URL (http://127.0.0.1:PORT/v1) of a course fake model started for
+                           the run, when the track lists `services: [fake-model]`
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Optional, Protocol, Union
+
+from course.chapters import Track
+from course.check.results import FileCoverage, Status
+
+FIXTURES_VAR = "COURSE_FIXTURES"
+SCRATCH_VAR = "COURSE_SCRATCH"
+FAKE_MODEL_VAR = "COURSE_FAKE_MODEL_URL"
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One catalog run, as the harness asks for it."""
+
+    track: Track
+    code_root: Path  # the code under test: a learner's repository, the reference, a mutant's copy
+    tests: tuple[str, ...]  # catalog names to run, in catalog order (already filtered by -k)
+    timeout: float  # seconds each test case may take
+    build_dir: Path  # where build products go (compiled files, a test binary); may be shared by runs
+    env: Mapping[str, str] = field(default_factory=dict)  # added to the test process's environment
+    shuffle: Optional[int] = None  # a seed: run the cases in an order drawn from it, not the catalog's
+    coverage: bool = False  # measure which lines and branches of the track's files the run executes
+    coverage_dir: Optional[Path] = None  # where workers record coverage (the runner makes it, when asked)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The outcome of the build (or import check) step."""
+
+    problem: str = ""  # why nothing can run, at the learner's file:line; "" when the code is ready
+    artifact: Any = None  # whatever start() needs from the build (a test binary), the adapter's own
+
+
+# --- Events: what a worker reports, in the order it happens ---------------------------------------
+
+
+@dataclass(frozen=True)
+class CaseId:
+    key: str  # the adapter's own id of the case ("test_x.py::test_y[a]", "TestY/a"): what `skip` holds
+    entry: str  # the catalog name it belongs to
+    case: str = ""  # the case within a parametrized test or subtest ("" for a plain test)
+
+
+@dataclass(frozen=True)
+class Collected:
+    """The cases this worker is about to run, in order."""
+
+    cases: tuple[CaseId, ...]
+
+
+@dataclass(frozen=True)
+class CaseStarted:
+    key: str
+
+
+@dataclass(frozen=True)
+class CaseFinished:
+    key: str
+    status: Status
+    message: str = ""  # the short reason: assertion message, exception, timeout
+    where: str = ""  # the learner's file:line the failure points at
+    test_line: str = ""  # the catalog's file:line that failed
+    details: str = ""  # the full traceback or log, shown with -v
+    failed_at: str = ""  # which check failed, and how ('test_x.py:41 AssertionError'): kill signatures
+    output: str = ""  # what the test printed
+    duration: float = 0.0
+
+
+@dataclass(frozen=True)
+class Problem:
+    """The run cannot go on (an import or collection failure): every test not run is an error."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The worker ran everything it was given."""
+
+
+Event = Union[Collected, CaseStarted, CaseFinished, Problem, Finished]
+_KINDS: dict[str, type] = {cls.__name__: cls for cls in (Collected, CaseStarted, CaseFinished, Problem, Finished)}
+
+
+def encode(event: Event) -> bytes:
+    """One event as a JSON object, for a worker that reports over a pipe."""
+    return json.dumps({"event": type(event).__name__, **asdict(event)}).encode()
+
+
+def decode(data: bytes) -> Event:
+    raw = json.loads(data)
+    kind = _KINDS[raw.pop("event")]
+    if kind is Collected:
+        return Collected(tuple(CaseId(**c) for c in raw["cases"]))
+    if kind is CaseFinished:
+        raw["status"] = Status(raw["status"])
+    return kind(**raw)
+
+
+@dataclass(frozen=True)
+class Ended:
+    exit_code: int  # negative: killed by that signal
+    stderr: str = ""  # the tail of what the process wrote to stderr
+
+
+class Worker(Protocol):
+    def next_event(self, deadline: Optional[float]) -> Optional[Event]:
+        """The next event; None once the worker is gone; TimeoutError past `deadline` (monotonic)."""
+
+    def kill(self) -> None:
+        """Kill the worker and everything it started (its process group)."""
+
+    def close(self) -> Ended:
+        """Reap the worker (killing what is left of it) and free its resources."""
+
+
+class Adapter(Protocol):
+    name: str
+    exit_call: str  # how code ends the process from inside a test ("os._exit", "os.Exit"), for messages
+
+    def test_name(self, entry: str) -> str:
+        """The catalog entry's name in this language ('hand_example' -> 'test_hand_example')."""
+
+    def test_sources(self, track: Track) -> dict[str, str]:
+        """Each catalog test's source, by its name in this language."""
+
+    def catalog_problems(self, track: Track) -> list[str]:
+        """What in the track's manifest section or catalog files would make a run unsound or unreadable."""
+
+    def prepare(self, request: RunRequest) -> Prepared:
+        """Build the code under test with the catalog (or check that it imports)."""
+
+    def start(self, request: RunRequest, prepared: Prepared, skip: frozenset[str]) -> Worker:
+        """Start one process running request.tests in catalog order, minus the case keys in `skip`."""
+
+    def read_coverage(self, request: RunRequest) -> dict[str, FileCoverage]:
+        """After a run with request.coverage: what its workers recorded in request.coverage_dir, by file."""
+
+    def has_docstring(self, source: str, symbol: str) -> bool:
+        """Whether the source defines `symbol` ('EventReader.feed'; '' for the file itself) with
+        documentation a learner reads."""
+
+    def exclusion_problems(self, track: Track) -> list[str]:
+        """Lines of the reference left out of its coverage without a reason written beside them."""
+
+    def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str]) -> int:
+        """Run one of the chapter's scripts on the code under test; its exit code."""
