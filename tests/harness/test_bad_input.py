@@ -64,8 +64,8 @@ def test_a_hanging_test_times_out_and_the_others_still_run(course, learner: Path
     ran = course("check", "--timeout", "1", cwd=learner)
     assert ran.code == 1
     rows = dict((name, status) for status, name in verdict_lines(ran.out))
-    assert rows["test_seams"] == "TIMEOUT", ran.out
-    assert [n for n in CATALOG if rows[n] != "PASS"] == ["test_seams"], ran.out
+    assert rows["test_step_names"] == "TIMEOUT", ran.out
+    assert [n for n in CATALOG if rows[n] != "PASS"] == ["test_step_names"], ran.out
     assert "longer than 1 s" in ran.out
 
 
@@ -75,7 +75,7 @@ def test_code_that_exits_the_interpreter_is_an_error_verdict(course, learner: Pa
     ran = course("check", cwd=learner)
     assert ran.code == 1
     rows = dict((name, status) for status, name in verdict_lines(ran.out))
-    assert rows["test_seams"] == "ERROR" and "exited with code 3" in ran.out, ran.out
+    assert rows["test_step_names"] == "ERROR" and "exited with code 3" in ran.out, ran.out
     assert sum(s == "PASS" for s in rows.values()) == len(CATALOG) - 1, "the other tests must still run"
     assert "Traceback" not in ran.err
 
@@ -137,9 +137,9 @@ def test_code_that_swallows_the_timer_is_stopped_by_the_supervisor(course, learn
     started_with_reference(course, learner)
     stubborn = "def llm_step(iter):\n    while True:\n        try:\n            while True:\n                pass\n        except BaseException:\n            continue\n"
     append(learner / "agent" / "types.py", stubborn)
-    ran = course("check", "--timeout", "0.5", "-k", "seams", cwd=learner)
+    ran = course("check", "--timeout", "0.5", "-k", "step_names", cwd=learner)
     assert ran.code == 1
-    assert ("TIMEOUT", "test_seams") in verdict_lines(ran.out), ran.out
+    assert ("TIMEOUT", "test_step_names") in verdict_lines(ran.out), ran.out
 
 
 def test_a_state_file_with_wrong_types_is_one_clear_error(course, learner: Path) -> None:
@@ -188,6 +188,6 @@ def test_processes_started_by_tests_do_not_outlive_the_check(course, learner: Pa
     marker = f"course-harness-test-{tmp_path.name}"
     append(learner / "agent" / "types.py",
            f"import subprocess as _sp\n_sp.Popen(['sh', '-c', 'exec -a {marker} sleep 60'])\n")
-    assert course("check", "-k", "seams", cwd=learner, timeout=60).code == 0
+    assert course("check", "-k", "step_names", cwd=learner, timeout=60).code == 0
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
     assert not left, f"processes left running: {left}"

@@ -47,13 +47,13 @@ def test_removing_the_assertion_that_catches_a_mutant_fails_the_run(course, tmp_
     root = content_copy(tmp_path)
     data = manifest(root)
     mutant = next(m for m in data["tracks"]["python"]["mutants"] if m["id"] == "s23")
-    # s23: a missing call context reads as untainted. Only the seams test's assertion on the
-    # default context catches it; weaken exactly that assertion in the copy.
+    # s23: a missing call context reads as untainted. Only the assertions that compare the default
+    # context with CallContext(tainted=True) catch it; make exactly those compare it with itself.
     tests = root / "tests" / "python" / CHAPTER / "test_ag01.py"
     text = tests.read_text()
-    count = text.count(".tainted is True")
-    assert count >= 1, "the seams test's assertion on the default call context was not found"
-    tests.write_text(text.replace(".tainted is True", ".tainted in (True, False)"))
+    count = text.count("types.CallContext(tainted=True)")
+    assert count >= 1, "the catalog's assertions on the default call context were not found"
+    tests.write_text(text.replace("types.CallContext(tainted=True)", "types.current_call_context()"))
     ran = course("mutants", CHAPTER, "--only", "s23", cwd=tmp_path, env={"COURSE_CONTENT": str(root)}, timeout=300)
     assert ran.code == 1, ran.out + ran.err
     assert "s23" in ran.out and "survived" in ran.out, ran.out
