@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 from course import content
 from course.errors import ManifestError, UnknownChapter, UnknownLanguage
@@ -19,8 +19,10 @@ from course.errors import ManifestError, UnknownChapter, UnknownLanguage
 # The manifest format this harness reads; a manifest says which one it is written in.
 FORMAT_VERSION = 1
 KINDS = ("unit", "conformance", "boundary", "fault")
+# Progressive hints per catalog test: the idea, then the rule or section, then the shape of the code.
+HINT_LEVELS = 3
 # The fields of a track section every language shares; any other field is the adapter's to read.
-TRACK_FIELDS = ("files", "given", "run", "services", "mutants")
+TRACK_FIELDS = ("files", "given", "run", "services", "mutants", "selftest")
 # Where a catalog entry's rule is stated for the learner: a heading of the chapter's text, or a
 # symbol of a starter file that carries a docstring ("agent/provider/sse.py::EventReader.feed").
 STATED_IN = ("section", "docstring")
@@ -42,6 +44,17 @@ class CatalogEntry:
     weight: float = 1.0  # points the entry is worth when it passes (instructors' gradebooks)
     task: int = 0  # the task it belongs to (exercism's task_id); 0 for none
     stated_in: tuple[tuple[str, str], ...] = ()  # (kind, where): ("section", "2.2 Server-sent events")
+    hints: tuple[str, ...] = ()  # HINT_LEVELS of them, from the idea to the shape of the code
+
+    @property
+    def section_label(self) -> str:
+        """The first section that states the rule, as a learner looks for it: 'section 2.2', or
+        'section "A round trip by hand"' for a heading without a number."""
+        heading = next((where for kind, where in self.stated_in if kind == "section"), "")
+        number = re.match(r"\d+(\.\d+)*", heading)
+        if number:
+            return f"section {number.group(0)}"
+        return f'section "{heading}"' if heading else ""
 
 
 @dataclass(frozen=True)
@@ -69,6 +82,10 @@ class Track:
     services: tuple[str, ...] = ()  # what the harness starts for a run (course.services)
     mutants: tuple[Mutant, ...] = ()
     options: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    # The example test `start` gives the learner; its folder holds the tests `course selftest` runs.
+    selftest: str = ""
+    # Where the tests run from, when not the chapter's catalog (selftest: the learner's own tests).
+    tests_at: Optional[Path] = field(default=None, hash=False, compare=False)
 
     @property
     def starter(self) -> Path:
@@ -80,7 +97,7 @@ class Track:
 
     @property
     def tests(self) -> Path:
-        return content.tests_dir(self.language, self.chapter_id)
+        return self.tests_at or content.tests_dir(self.language, self.chapter_id)
 
     def catalog_digest(self) -> str:
         """A digest of the catalog's files: what recorded kill signatures and verify's default
@@ -244,6 +261,7 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             weight=float(f.get("weight", (int, float), 1)),
             task=f.get("task", int, 0),
             stated_in=_stated_in(f, f.get("name", str)),
+            hints=f.strings("hints", ()),
         )
         if entry.weight < 0 or entry.weight != entry.weight:
             raise ManifestError(f"{f.where} ({entry.name}): field 'weight' must be a number of points, 0 or more")
@@ -281,6 +299,7 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             services=f.strings("services", ()),
             mutants=tuple(mutants),
             options={k: v for k, v in body.items() if k not in TRACK_FIELDS},
+            selftest=f.get("selftest", str, ""),
         )
 
     return Chapter(

@@ -7,8 +7,10 @@ Heavy modules are imported inside the commands so that `course --help` stays fas
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,8 @@ import click
 
 from course import __version__
 from course.errors import CourseError, UsageError
+
+RUN_TIMEOUT = 60.0  # seconds for `course run`: a demonstration is offline and quick
 
 
 def _color() -> bool:
@@ -51,6 +55,8 @@ def cli() -> None:
       course show              read the chapter
       course tests             read its test catalog
       course check             run the catalog on your code (exit code is the verdict)
+      course watch             check again at every save
+      course hint              a hint for the first failing test, one level more each time
       course diff              after passing: your code against the reference
 
     With no chapter named, a command acts on the chapter you worked on last.
@@ -115,21 +121,34 @@ def list_cmd() -> None:
     repo = LearnerRepo.open(root) if root else None
     for chapter in chapters.load_all():
         state = repo.chapters.get(chapter.id) if repo else None
-        check = state.last_check if state else {}
-        if state is None:
-            progress = click.style("not started", dim=True)
-        elif check and check["passed"] < check["total"]:
-            progress = click.style(f"{check['passed']} of {check['total']} passing", fg="yellow")
-            if state.passed:
-                progress += click.style(" (passed before)", dim=True)
-        elif state.passed:
-            progress = click.style("passed", fg="green", bold=True)
-        else:
-            progress = click.style("started", fg="yellow")
         mark = "*" if repo and repo.current == chapter.id else " "
+        progress = _progress(repo, chapter, state) if repo and state else click.style("not started", dim=True)
         echo(f"{mark} {chapter.id:<6} {chapter.title}  [{progress}]")
     if repo is None:
         echo(click.style("\n(not in a learner repository: `course start CHAPTER` makes one)", dim=True))
+
+
+def _progress(repo, chapter, state) -> str:  # noqa: ANN001
+    """What the record says, checked against the files as they are now."""
+    from course.learner import fingerprint
+
+    if state.language not in chapter.tracks:
+        return click.style("started", fg="yellow")
+    now = fingerprint(repo.root, chapter.track(state.language).files)
+    check = state.last_check
+    if state.passed and now == state.passed_fingerprint:
+        return click.style("passed", fg="green", bold=True)
+    if state.passed:
+        text = "passed before, changed since"
+        if check and check.get("fingerprint") == now and check["passed"] < check["total"]:
+            text += f": {check['passed']} of {check['total']} passing"
+        return click.style(text + " (`course check` again)", fg="yellow")
+    if check:
+        text = f"{check['passed']} of {check['total']} passing"
+        if check.get("fingerprint") and check["fingerprint"] != now:
+            text += ", changed since"
+        return click.style(text, fg="yellow")
+    return click.style("started", fg="yellow")
 
 
 @cli.command()
@@ -137,10 +156,15 @@ def list_cmd() -> None:
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
               help="The learner repository (default: the one you are in, or the enclosing git repository).")
 @language_option("The track to start.")
+@click.option("--switch", is_flag=True, help="Make CHAPTER the current chapter even if it was started before.")
 @click.option("--ci", type=click.Choice(["github"]), default=None,
               help="Also write a CI workflow that checks every push and uploads results.json.")
-def start(chapter: Any, directory: Path | None, language: str, ci: str | None) -> None:
-    """Write CHAPTER's stubs into your repository; never overwrites a file."""
+def start(chapter: Any, directory: Path | None, language: str, switch: bool, ci: str | None) -> None:
+    """Write CHAPTER's stubs into your repository; never overwrites a file.
+
+    A chapter started for the first time becomes the current one (what commands act on when no
+    chapter is named); starting a chapter again only writes its missing files, unless --switch.
+    """
     from course.learner import ChapterState, LearnerRepo, default_start_root, find_root, now
     from course.scaffold import scaffold
 
@@ -152,7 +176,12 @@ def start(chapter: Any, directory: Path | None, language: str, ci: str | None) -
     if directory and outer and not (root / ".course.json").is_file():
         echo(click.style(f"note: {root} is inside the learner repository {outer}; "
                          "it becomes a learner repository of its own", fg="yellow"), err=True)
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot make the folder {root}: {exc.strerror}") from None
+    if not _can_write(root):
+        raise UsageError(f"cannot start {chapter.id} in {root}: the folder is read-only")
     repo = LearnerRepo.open(root)
     result = scaffold(chapter, track, root)
     if ci:
@@ -160,9 +189,12 @@ def start(chapter: Any, directory: Path | None, language: str, ci: str | None) -
         from course.scaffold import write_new
 
         write_new(root, str(workflow.target(ci)), workflow.text(ci), result)
+    again = chapter.id in repo.chapters
     state = repo.chapters.setdefault(chapter.id, ChapterState(started=now(), language=language))
     state.language = language
-    repo.current = chapter.id
+    previous = repo.current
+    if switch or not again or not previous:
+        repo.current = chapter.id
     repo.save()
 
     echo(f"{chapter.id}: {chapter.title}")
@@ -175,6 +207,9 @@ def start(chapter: Any, directory: Path | None, language: str, ci: str | None) -
         echo(f"  {click.style('FAILED', fg='red', bold=True)} {name}: {why}")
     if result.failed:
         raise UsageError(f"{len(result.failed)} of the chapter's files could not be written; see above")
+    if repo.current != chapter.id:
+        echo(f"\nthe current chapter stays {previous} (`course start {chapter.id} --switch` makes it {chapter.id})")
+        return
     echo(f"\nnext: `course show {chapter.id}` to read the chapter, `course tests {chapter.id}` for the catalog, "
          f"`course check {chapter.id}` for a verdict.")
 
@@ -190,7 +225,8 @@ def show(chapter: Any) -> None:
 @cli.command()
 @click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
 @language_option("The track whose test names are shown.")
-def tests(chapter: Any, language: str) -> None:
+@click.option("--source", "source", metavar="TEST", help="Print the source of one catalog test.")
+def tests(chapter: Any, language: str, source: str | None) -> None:
     """The chapter's test catalog: each test, its kind, what it checks and why it matters."""
     import textwrap
 
@@ -198,6 +234,13 @@ def tests(chapter: Any, language: str) -> None:
 
     chapter = _any_chapter(chapter)
     adapter = languages.get(language)
+    if source:
+        entry = _catalog_entry(chapter, adapter, source)
+        code = adapter.test_sources(chapter.track(language)).get(adapter.test_name(entry.name), "")
+        if not code:
+            raise UsageError(f"no source found for {adapter.test_name(entry.name)} in {chapter.track(language).tests}")
+        echo(code)
+        return
     echo(f"{chapter.id}: {chapter.title}")
     if chapter.summary:
         echo(chapter.summary)
@@ -206,6 +249,29 @@ def tests(chapter: Any, language: str) -> None:
         echo(f"{i:>2}. {click.style(adapter.test_name(entry.name), bold=True)}  [{entry.kind}]")
         echo(textwrap.fill(entry.checks, 96, initial_indent="    checks: ", subsequent_indent="            "))
         echo(textwrap.fill(entry.why, 96, initial_indent="    why:    ", subsequent_indent="            "))
+    echo(click.style(f"\n`course tests {chapter.id} --source TEST` prints a test's code; "
+                     "`course hint TEST` gives a hint.", dim=True))
+
+
+def _catalog_entry(chapter, adapter, name: str):  # noqa: ANN001, ANN202
+    """The catalog entry a learner names, in its catalog form or its language's form."""
+    for entry in chapter.catalog:
+        if name in (entry.name, adapter.test_name(entry.name)):
+            return entry
+    names = ", ".join(e.name for e in chapter.catalog)
+    raise UsageError(f"chapter {chapter.id} has no test {name!r}; its tests are: {names}")
+
+
+def _can_write(folder: Path) -> bool:
+    """Whether files can be created in the folder (tried, not guessed from permission bits: root
+    ignores them, and a read-only mount ignores them the other way)."""
+    import tempfile
+
+    try:
+        with tempfile.NamedTemporaryFile(prefix=".course-probe-", dir=folder):
+            return True
+    except OSError:
+        return False
 
 
 def _code_under_test(given: Any, reference: bool, language: str) -> Target:
@@ -233,53 +299,71 @@ def _any_chapter(given: Any) -> Any:
     return chapters.get(LearnerRepo.find().resolve_chapter(None))
 
 
+def _timeout_options(command):  # noqa: ANN001, ANN202
+    command = click.option("--budget", type=click.FloatRange(min=1), default=None,
+                           help="Seconds the whole check may take [default: 120].")(command)
+    return click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
+                        help="Seconds each test may take; once a case times out, the test's other "
+                             "cases are not run [default: 5].")(command)
+
+
 @cli.command()
 @click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
 @click.option("--reference", is_flag=True, help="Run the catalog on the course's reference (instructors, CI).")
 @click.option("-k", "select", default="", metavar="EXPR",
-              help="Run only the catalog tests whose names match EXPR: words, and/or/not, parentheses.")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
-              help="Seconds each test may take before it is stopped [default: 5].")
+              help="Run only the catalog tests whose names match EXPR: words, and/or/not, parentheses "
+                   "(`-k retry`, `-k 'sse and not large'`).")
+@click.option("--case", "case", default="", metavar="EXPR",
+              help="Run only the cases whose ids match EXPR (the same syntax, on case ids: `--case bom`).")
+@click.option("-x", "--exitfirst", "stop_first", is_flag=True, help="Stop at the first failing test.")
+@click.option("--lf", "--last-failed", "last_failed", is_flag=True, help="Run only the tests that failed last time.")
+@_timeout_options
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write exercism test-runner v3 results.json to this file.")
 @click.option("--junit-xml", "junit_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write JUnit XML to this file (for CI).")
 @click.option("--autograding", "autograding_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write GitHub Classroom's runner result (points per test) to this file.")
-@click.option("-v", "--verbose", is_flag=True, help="Full tracebacks and test output.")
+@click.option("-v", "--verbose", is_flag=True, help="Every test, full failure texts and tracebacks, captured output.")
 @language_option("The track, with --reference.")
 @click.option("--coverage", is_flag=True, help="Also show the lines of your files that no test ran.")
-def check(chapter: Any, reference: bool, select: str, timeout: float | None,
-          json_path: Path | None, junit_path: Path | None, autograding_path: Path | None, verbose: bool,
-          language: str, coverage: bool) -> None:
-    """Run the chapter's catalog on your code: exit 0 when every test passes, 1 otherwise."""
+def check(chapter: Any, reference: bool, select: str, case: str, stop_first: bool, last_failed: bool,
+          timeout: float | None, budget: float | None, json_path: Path | None, junit_path: Path | None,
+          autograding_path: Path | None, verbose: bool, language: str, coverage: bool) -> None:
+    """Run the chapter's catalog on your code: exit 0 when every test passes, 1 otherwise.
+
+    Only a full run records progress: with -k, --case, --lf or -x the verdict is shown, and
+    `course list` still shows the last full check.
+    """
     from course import languages
-    from course.check import DEFAULT_TIMEOUT, run_check
+    from course.check import DEFAULT_BUDGET, DEFAULT_TIMEOUT, run_check
     from course.check.report import TerminalReport, junit_xml, results_json, write_json, write_junit
     from course.diagnose import diagnose
-    from course.learner import LearnerRepo, fingerprint, now
+    from course.learner import fingerprint
 
     _writable(json_path, junit_path, autograding_path)
     target = _code_under_test(chapter, reference, language)
     repo, chapter, track, state = target.repo, target.chapter, target.track, target.state
+    adapter = languages.get(track.language)
     code_root = target.code_root
     where = "the course's reference" if repo is None else str(repo.root)
-    if repo is not None:
-        files_before = fingerprint(code_root, track.files)
+    only = None
+    if last_failed:
+        failed = state.last_check.get("failing") if state else None
+        if failed:
+            only = set(failed)
+        else:
+            echo(click.style("no failures recorded: running every test", dim=True))
+    files_before = fingerprint(code_root, track.files) if repo is not None else ""
 
     report = TerminalReport(echo, verbose=verbose)
     echo(f"{chapter.id}: {chapter.title}  ({where})")
-    result = run_check(chapter, track, code_root, timeout=timeout or DEFAULT_TIMEOUT, select=select,
-                       on_entry=report.entry, coverage=coverage)
-    if repo is not None and not select:
-        # Read again: another command may have saved since this one started.
-        repo = LearnerRepo.open(repo.root)
-        state = repo.chapters.setdefault(chapter.id, state)
-        state.last_check = {"passed": result.passed, "total": result.total, "at": now()}
-        if result.ok:
-            state.passed_fingerprint = files_before
-        repo.current = chapter.id
-        repo.save()
+    result = run_check(chapter, track, code_root, timeout=timeout or DEFAULT_TIMEOUT, budget=budget or DEFAULT_BUDGET,
+                       select=select, cases=case, only=only, stop_first=stop_first, on_entry=report.entry,
+                       coverage=coverage)
+    partial = only is not None or bool(select) or bool(case) or stop_first
+    if repo is not None:
+        _record(repo, chapter.id, result, files_before, partial=partial)
     try:
         if json_path or autograding_path:
             from course.grading.gradebook import check_record
@@ -298,27 +382,131 @@ def check(chapter: Any, reference: bool, select: str, timeout: float | None,
         raise UsageError(f"cannot write {exc.filename}: {exc.strerror}") from None
 
     if result.problem:
-        report.problem(result.problem)
+        report.problem(result.problem, blocked=not result.not_run)
         for entry in result.entries:
             if entry.test_name not in report.shown:
                 report.entry(entry)
+    report.finish(result)
     if coverage:
-        report.coverage(result, [name for name in track.files if name not in track.given], select=select)
-    hint = "" if select else diagnose(chapter, track, result)
+        report.coverage(result, [name for name in track.files if name not in track.given], select=select or case)
+    hint = "" if partial else diagnose(chapter, track, result)
     if hint:
         echo("")
         echo(click.style("hint: ", fg="cyan", bold=True) + hint)
     report.closing(result)
-    if repo is not None and result.ok and not select:
+    if repo is not None and partial:
+        echo(click.style("(a partial run: shown, not recorded as progress)", dim=True))
+    if repo is not None and result.ok and not partial:
         echo(f"\nchapter {chapter.id} passed. `course diff {chapter.id}` compares your code with the reference.")
     sys.exit(0 if result.ok else 1)
+
+
+@contextlib.contextmanager
+def _stopped_by_ctrl_c():  # noqa: ANN202
+    """Ctrl-C ends a long-lived command as q does: its children stopped, exit 0."""
+    try:
+        yield
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        from course import processes
+
+        processes.kill_all()
+        echo(click.style("\nstopped watching.", dim=True))
+
+
+def _record(repo, chapter_id: str, result, files_before: str, *, partial: bool) -> None:  # noqa: ANN001
+    """Record the check in the learner's state. A partial run only updates which tests fail (so
+    that --lf and hint follow it); a read-only repository gets a one-line note, and the verdict
+    stands."""
+    from course.learner import LearnerRepo, now
+
+    try:
+        fresh = LearnerRepo.open(repo.root)  # read again: another command may have saved since
+        state = fresh.chapters.setdefault(chapter_id, repo.chapters[chapter_id])
+        failing = set(state.last_check.get("failing", ())) if partial else set()
+        for entry in result.entries:
+            (failing.add if entry.status != "pass" else failing.discard)(entry.entry.name)
+        if partial:
+            if state.last_check:
+                state.last_check["failing"] = sorted(failing)
+        else:
+            state.last_check = {"passed": result.passed, "total": result.total, "at": now(),
+                                "failing": [e.entry.name for e in result.entries if e.entry.name in failing],
+                                "fingerprint": files_before}
+            if result.ok:
+                state.passed_fingerprint = files_before
+        fresh.current = chapter_id
+        fresh.save()
+    except OSError as exc:
+        echo(click.style(f"note: progress not recorded: cannot write in {repo.root} ({exc.strerror})", fg="yellow"),
+             err=True)
+
+
+@cli.command()
+@click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
+@_timeout_options
+@click.option("--poll", is_flag=True, help="Look at the files a few times a second instead of OS notifications.")
+def watch(chapter: Any, timeout: float | None, budget: float | None, poll: bool) -> None:
+    """Check again each time you save a chapter file; q (or Ctrl-C) leaves.
+
+    The screen shows how many tests pass, the first failing test with its reason, and the hint line.
+    The tests that failed last run first.
+    """
+    from course import chapters, languages, watch as watching
+    from course.check import DEFAULT_BUDGET, DEFAULT_TIMEOUT, run_check
+    from course.check.report import TerminalReport
+    from course.check.results import PASS
+    from course.diagnose import diagnose
+    from course.learner import fingerprint
+
+    target = _learner_chapter(chapter)
+    repo, chapter, track, state = target.repo, target.chapter, target.track, target.state
+    adapter = languages.get(track.language)
+    adapter.warm()
+    later = [c for c in chapters.load_all() if c.order > chapter.order]
+    failed_first = list(state.last_check.get("failing", ()))
+    keys = watching.Keys()
+    stream, how = watching.changes(repo.root, track.files, keys, poll=poll)
+    with keys, watching.screen(sys.stdout.isatty()) as wipe, _stopped_by_ctrl_c():
+        while True:
+            files_before = fingerprint(repo.root, track.files)
+            result = run_check(chapter, track, repo.root, timeout=timeout or DEFAULT_TIMEOUT,
+                               budget=budget or DEFAULT_BUDGET, first=failed_first)
+            failed_first = [e.entry.name for e in result.entries if e.status != PASS]
+            wipe()
+            echo(f"{chapter.id}: {chapter.title}  " + click.style(
+                f"(watching {len(track.files)} files by {how}; q quits)", dim=True))
+            colour = "green" if result.ok else "red" if not result.passed else "yellow"
+            echo(click.style(f"{time.strftime('%H:%M:%S')}  {result.passed} of {result.total} passing", fg=colour,
+                             bold=True) + click.style(f"  ({result.duration:.2f} s)", dim=True))
+            echo("")
+            report = TerminalReport(echo)
+            if result.problem:
+                report.problem(result.problem)
+            elif result.ok:
+                echo(click.style(f"every test passes: chapter {chapter.id} is done.", fg="green", bold=True))
+                echo(f"next: `course diff` compares your code with the reference"
+                     + (f"; `course start {later[0].id}` begins the next chapter." if later else "."))
+            else:
+                first = next(e for e in result.entries if e.status != PASS)
+                report.show(first)
+                hint = diagnose(chapter, track, result)
+                echo("")
+                echo(click.style("hint: ", fg="cyan", bold=True)
+                     + (hint or f"`course hint` for {first.test_name}, `course check -v` for every failure"))
+            _record(repo, chapter.id, result, files_before, partial=False)
+            if not next(stream):
+                echo(click.style("\nstopped watching.", dim=True))
+                return
 
 
 @cli.command()
 @click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
 @click.option("--force", is_flag=True, help="Show the diff even before the chapter passes (instructors).")
-def diff(chapter: Any, force: bool) -> None:
-    """After passing: a unified diff of your files against the reference."""
+@click.option("--all", "everything", is_flag=True, help="Also the differences in comments and docstrings only.")
+def diff(chapter: Any, force: bool, everything: bool) -> None:
+    """After passing: a unified diff of your code against the reference (comments and docstrings
+    aside, unless --all)."""
+    from course import languages
     from course.diffing import diff_files
     from course.errors import Refused
     from course.learner import fingerprint
@@ -330,16 +518,117 @@ def diff(chapter: Any, force: bool) -> None:
             raise Refused(f"the reference is shown once `course check {chapter.id}` passes; it has not passed yet")
         if fingerprint(repo.root, track.files) != state.passed_fingerprint:
             raise Refused(f"your files are not the ones that passed `course check {chapter.id}`; run it again first")
-    changed = diff_files(repo.root, track.reference, track.files, echo=echo, color=_color())
-    if not changed:
-        echo(f"no differences: your {chapter.id} files match the reference.")
+    commentary = None if everything else languages.get(track.language).commentary_lines
+    summary = diff_files(repo.root, track.reference, track.files, echo=echo, color=_color(), commentary=commentary)
+    if not summary.changed:
+        echo(f"no differences{' in code' if summary.left_out else ''}: your {chapter.id} files match the reference.")
+    if summary.left_out:
+        plural = "s" if summary.left_out != 1 else ""
+        echo(click.style(f"({summary.left_out} difference{plural} in comments or docstrings only left out; "
+                         "--all shows them)", dim=True))
+
+
+@cli.command()
+@click.argument("test", required=False)
+@click.option("--chapter", "chapter", metavar="CHAPTER", type=CHAPTER, help="The chapter (default: the current one).")
+def hint(test: str | None, chapter: Any) -> None:
+    """The next hint for TEST (default: the first test that failed in your last check).
+
+    Each call reveals one more level: the idea, then the rule or the section of the text, then the
+    shape of the code (never the code). The levels you used are recorded in .course.json.
+    """
+    from course import languages
+    from course.chapters import HINT_LEVELS
+    from course.learner import LearnerRepo
+
+    target = _learner_chapter(chapter)
+    repo, chapter, track, state = target.repo, target.chapter, target.track, target.state
+    adapter = languages.get(track.language)
+    if test:
+        entry = _catalog_entry(chapter, adapter, test)
+    else:
+        failing = state.last_check.get("failing")
+        if failing is None and state.last_check:
+            failing = []
+        if failing == [] and state.last_check:
+            echo(f"every test passed in your last check; `course hint TEST` gives a hint for one test.")
+            return
+        failing = failing or [e.name for e in chapter.catalog]
+        entry = next(e for e in chapter.catalog if e.name in failing) if any(
+            e.name in failing for e in chapter.catalog) else chapter.catalog[0]
+    if not entry.hints:
+        raise UsageError(f"{adapter.test_name(entry.name)} has no hints yet")
+    used = state.hints.get(entry.name, 0)
+    level = min(used + 1, HINT_LEVELS)
+    where = f", {entry.section_label}" if entry.section_label else ""
+    name = adapter.test_name(entry.name)
+    echo(click.style(f"{name} ({chapter.id}{where}): hint {level} of {HINT_LEVELS}", bold=True))
+    for number, text in enumerate(entry.hints[:level], 1):
+        mark = click.style(f"  {number}. ", fg="cyan", bold=number == level)
+        echo(mark + text)
+    if level < HINT_LEVELS:
+        echo(click.style(f"\n`course hint {name}` again for the next level.", dim=True))
+    else:
+        echo(click.style(f"\nthat was the last hint; `course tests --source {name}` shows the test itself.", dim=True))
+    if level > used:
+        try:
+            fresh = LearnerRepo.open(repo.root)
+            fresh.chapters.setdefault(chapter.id, state).hints[entry.name] = level
+            fresh.save()
+        except OSError as exc:
+            echo(click.style(f"note: not recorded: cannot write in {repo.root} ({exc.strerror})", fg="yellow"), err=True)
+
+
+@cli.command()
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--all", "everything", is_flag=True, help="Every file of the chapter.")
+@click.option("--chapter", "chapter", metavar="CHAPTER", type=CHAPTER, help="The chapter (default: the current one).")
+def reset(files: tuple[Path, ...], everything: bool, chapter: Any) -> None:
+    """Put the stub of FILE back, after moving your version to a backup folder in your repository."""
+    from course.learner import now
+    from course.scaffold import BACKUP_DIR, restore
+
+    target = _learner_chapter(chapter)
+    repo, chapter, track = target.repo, target.chapter, target.track
+    if bool(files) == everything:
+        raise UsageError("name the files to reset, or --all for every file of the chapter")
+    names = list(track.files) if everything else [_chapter_file(repo.root, track, f) for f in files]
+    stamp = now().replace(":", "-").replace("+00-00", "Z")
+    try:
+        done = restore(chapter, track, repo.root, list(dict.fromkeys(names)), stamp=stamp)
+    except OSError as exc:
+        raise UsageError(f"cannot reset: {exc.strerror or exc}"
+                         + (f" ({exc.filename})" if getattr(exc, "filename", None) else "")) from None
+    for item in done:
+        if item.unchanged:
+            echo(f"  {click.style('same', fg='yellow')}   {item.name} (already the stub)")
+        elif item.backup:
+            echo(f"  {click.style('reset', fg='green')}  {item.name} (yours is now {item.backup.relative_to(repo.root)})")
+        else:
+            echo(f"  {click.style('wrote', fg='green')}  {item.name}")
+    if any(item.backup for item in done):
+        echo(click.style(f"\nyour versions are kept in {repo.root / BACKUP_DIR / stamp}", dim=True))
+
+
+def _chapter_file(root: Path, track, given: Path) -> str:  # noqa: ANN001
+    """A file the learner names (from wherever they are) as one of the track's files."""
+    path = (Path.cwd() / given).resolve() if not given.is_absolute() else given.resolve()
+    try:
+        name = path.relative_to(root.resolve()).as_posix()
+    except ValueError:
+        name = ""
+    if name not in track.files:
+        raise UsageError(f"{given} is not one of chapter {track.chapter_id}'s files: {', '.join(track.files)}")
+    return name
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
 @click.option("--reference", is_flag=True, help="Run the demonstration on the course's reference.")
 @language_option("The track, with --reference.")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=RUN_TIMEOUT, show_default=True,
+              help="Seconds the demonstration may take before it is stopped.")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[CHAPTER] [DEMO OPTIONS]...")
-def run(reference: bool, language: str, args: tuple[str, ...]) -> None:
+def run(reference: bool, language: str, timeout: float, args: tuple[str, ...]) -> None:
     """Run the chapter's offline demonstration on your code.
 
     Every other option is the demonstration's own and is passed to it as it is
@@ -356,7 +645,7 @@ def run(reference: bool, language: str, args: tuple[str, ...]) -> None:
         raise UsageError(f"chapter {target.chapter.id} has no demonstration to run")
     with runner.environment(track) as env:
         code = languages.get(track.language).run_script(track, target.code_root, track.tests / track.run,
-                                                        list(args), env)
+                                                        list(args), env, timeout=timeout)
     sys.exit(code if code >= 0 else 128 - code)  # killed by a signal: the shell's convention
 
 
@@ -371,6 +660,57 @@ def fake_model(port: int) -> None:
         serve(port=port)
     except OSError as exc:
         raise UsageError(f"cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+
+
+@cli.command()
+@click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
+              help="Seconds each of your tests may take.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Mutants run at once [default: the cores].")
+def selftest(chapter: Any, timeout: float, jobs: int | None) -> None:
+    """Judge your own tests: they must pass on the reference and catch each pitfall mutant.
+
+    Your tests live in the chapter's selftest folder (`course start` writes an example there). Exit 0
+    when every one of them passes on the reference and every documented mutant fails at least one.
+    """
+    from course.selftest import run_selftest, tests_folder
+
+    target = _learner_chapter(chapter)
+    repo, chapter, track = target.repo, target.chapter, target.track
+    folder = tests_folder(track, repo.root)
+    echo(f"{chapter.id}: your tests in {folder.relative_to(repo.root)}/, judged against the reference and "
+         f"{len(track.mutants)} pitfall mutants")
+    progress = _Progress(len(track.mutants), label="mutants", line=lambda r: f"  {r.mutant.id}: "
+                         f"{'caught' if r.status in ('killed', 'timeout') else 'not caught'}")
+    try:
+        result = run_selftest(chapter, track, repo.root, timeout=timeout, jobs=jobs, on_mutant=progress.step)
+    finally:
+        progress.close()
+    wrong = result.wrong_expectations
+    if result.on_reference.problem:
+        echo(click.style("your tests could not run on the reference:", fg="red", bold=True))
+        echo("  " + result.on_reference.problem.splitlines()[0])
+    echo(f"on the reference: {len(result.tests) - len(wrong)} of {len(result.tests)} of your tests pass")
+    for name, message in wrong:
+        first = message.splitlines()[0] if message else "failed"
+        echo(f"  {click.style('WRONG', fg='red', bold=True)}  {name}: expects something the reference does not do: {first}")
+    if wrong or result.on_reference.problem:
+        echo("\nfix the expectations above first: the mutants are judged only by tests that pass on the reference")
+        echo(f"{len(result.tests) - len(wrong)} passed, {len(wrong) or len(result.tests)} failed")
+        sys.exit(1)
+    caught, missed = result.caught, result.missed
+    echo(f"on the pitfall mutants: your tests catch {len(caught)} of {len(result.mutants)}")
+    by_pitfall: dict[int, list[str]] = {}
+    for mutant in missed:
+        by_pitfall.setdefault(mutant.pitfall, []).append(mutant.id)
+    for number, ids in sorted(by_pitfall.items()):
+        pitfall = chapter.pitfall(number)
+        title = f" ({pitfall.title})" if pitfall else ""
+        echo(f"  not caught: pitfall {number}{title}: {', '.join(ids)}")
+    if not missed:
+        echo(click.style("every pitfall mutant is caught by at least one of your tests", fg="green", bold=True))
+    echo(f"{len(caught)} passed, {len(missed)} failed")
+    sys.exit(0 if result.ok else 1)
 
 
 @cli.command()

@@ -1,32 +1,80 @@
-"""`course diff`: the learner's files against the reference, as unified diffs."""
+"""`course diff`: the learner's files against the reference, as unified diffs.
+
+By default a hunk whose changed lines are all commentary (comments, docstrings, blank lines, as the
+language's adapter marks them) is left out: the stubs' long guidance against the reference's short
+comments is not what a learner who passed wants to compare. `--all` shows every hunk.
+"""
 
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import click
 
 _COLOURS = {"+": "green", "-": "red", "@": "cyan"}
+CONTEXT = 3
+
+
+@dataclass
+class DiffSummary:
+    changed: bool = False  # some code differs (or, with every hunk shown, anything)
+    left_out: int = 0  # hunks that differ only in comments or docstrings
 
 
 def _lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True) if path.is_file() else []
 
 
+def _range(start: int, stop: int) -> str:
+    length = stop - start
+    return f"{start + 1 if length else start},{length}" if length != 1 else f"{start + 1}"
+
+
 def diff_files(learner_root: Path, reference_root: Path, files: tuple[str, ...], *,
-               echo: Callable[[str], None], color: bool) -> bool:
-    """Print a diff per differing file (learner as 'yours', reference as 'reference'); True if any."""
-    changed = False
+               echo: Callable[[str], None], color: bool,
+               commentary: Callable[[str], set[int]] | None = None) -> DiffSummary:
+    """Print a diff per differing file (learner as 'yours', reference as 'reference'). With
+    `commentary` (1-based numbers of a text's comment-only lines), hunks that change nothing else
+    are left out and counted."""
+    summary = DiffSummary()
     for name in files:
-        lines = difflib.unified_diff(_lines(learner_root / name), _lines(reference_root / name),
-                                     fromfile=f"yours/{name}", tofile=f"reference/{name}")
-        for line in lines:
-            changed = True
-            text = line.rstrip("\n")
-            if not line.endswith("\n"):
-                text += "\n\\ No newline at end of file"
-            colour = _COLOURS.get(line[:1]) if not line.startswith(("+++", "---")) else None
-            echo(click.style(text, fg=colour, bold=line.startswith(("+++", "---"))) if color else text)
-    return changed
+        ours, theirs = _lines(learner_root / name), _lines(reference_root / name)
+        quiet_ours = commentary("".join(ours)) if commentary else set()
+        quiet_theirs = commentary("".join(theirs)) if commentary else set()
+        header = False
+        for group in difflib.SequenceMatcher(None, ours, theirs, autojunk=False).get_grouped_opcodes(CONTEXT):
+            changes = [op for op in group if op[0] != "equal"]
+            if commentary and all(all(n + 1 in quiet_ours for n in range(i1, i2))
+                                  and all(n + 1 in quiet_theirs for n in range(j1, j2))
+                                  for _, i1, i2, j1, j2 in changes):
+                summary.left_out += 1
+                continue
+            summary.changed = True
+            if not header:
+                _show(f"--- yours/{name}\n", echo, color)
+                _show(f"+++ reference/{name}\n", echo, color)
+                header = True
+            first, last = group[0], group[-1]
+            _show(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n", echo, color)
+            for tag, i1, i2, j1, j2 in group:
+                if tag == "equal":
+                    for line in ours[i1:i2]:
+                        _show(" " + line, echo, color)
+                    continue
+                for line in ours[i1:i2]:
+                    _show("-" + line, echo, color)
+                for line in theirs[j1:j2]:
+                    _show("+" + line, echo, color)
+    return summary
+
+
+def _show(line: str, echo: Callable[[str], None], color: bool) -> None:
+    text = line.rstrip("\n")
+    if not line.endswith("\n"):
+        text += "\n\\ No newline at end of file"
+    header = line.startswith(("+++ ", "--- "))
+    colour = None if header else _COLOURS.get(line[:1])
+    echo(click.style(text, fg=colour, bold=header) if color else text)

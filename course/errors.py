@@ -82,6 +82,20 @@ class ManifestError(CourseError):
 class Refused(CourseError):
     """The command will not do this yet (for instance `diff` before the chapter passes)."""
 
+    exit_code = 1
+
+
+class CodeProblem(CourseError):
+    """The learner's code cannot run at all (a syntax error), or ran past its time: one line, exit 1."""
+
+    exit_code = 1
+
+
+class InternalError(CourseError):
+    """The harness itself failed (not the learner's code, not an interrupt): exit 3."""
+
+    exit_code = 3
+
 
 class BaselineFailed(CourseError):
     """The catalog does not pass on the untouched reference, so no mutant can be judged."""

@@ -7,6 +7,7 @@ can tell whether the current files are the ones that passed.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -59,8 +60,9 @@ def fingerprint(root: Path, files: tuple[str, ...]) -> str:
 class ChapterState:
     started: str = ""
     language: str = "python"
-    last_check: dict[str, Any] = field(default_factory=dict)  # passed, total, at, fingerprint
+    last_check: dict[str, Any] = field(default_factory=dict)  # passed, total, at, failing, fingerprint
     passed_fingerprint: str = ""  # the files' fingerprint at the last check that passed everything
+    hints: dict[str, int] = field(default_factory=dict)  # catalog test -> hint levels revealed
 
     @property
     def passed(self) -> bool:
@@ -147,11 +149,17 @@ def _chapters(raw: dict) -> dict[str, ChapterState]:
         raise ValueError("'chapters' must be an object")
     out = {}
     for chapter_id, fields in chapters.items():
-        state = ChapterState(**fields)
+        if not isinstance(fields, dict):
+            raise ValueError(f"chapter {chapter_id}: expected an object")
+        known = {f.name for f in dataclasses.fields(ChapterState)}
+        state = ChapterState(**{k: v for k, v in fields.items() if k in known})  # a newer course's extras are kept out
         check = state.last_check
         if not isinstance(check, dict) or not all(isinstance(check.get(k), int) for k in ("passed", "total")):
             state.last_check = {}  # unreadable: it is only a record of the last check, forget it
         if not all(isinstance(v, str) for v in (state.started, state.language, state.passed_fingerprint)):
             raise ValueError(f"chapter {chapter_id}: a field has the wrong type")
+        if not isinstance(state.hints, dict) or not all(
+                isinstance(k, str) and isinstance(v, int) for k, v in state.hints.items()):
+            raise ValueError(f"chapter {chapter_id}: 'hints' must map test names to levels")
         out[chapter_id] = state
     return out

@@ -53,3 +53,24 @@ def kill_all() -> None:
         live = list(_live)
     for pid in live:
         kill(pid)
+
+
+def run_bounded(command: list[str], *, cwd, env: dict[str, str], timeout: float, what: str) -> int:  # noqa: ANN001
+    """Run a command in its own process group, its output on ours; past `timeout` the whole group
+    is killed and CodeProblem raised. Its exit code (negative: the signal that ended it)."""
+    import subprocess
+
+    from course.errors import CodeProblem
+
+    admit()
+    child = subprocess.Popen(command, cwd=cwd, env=env, start_new_session=True)
+    register(child.pid)
+    try:
+        return child.wait(timeout)
+    except subprocess.TimeoutExpired:
+        raise CodeProblem(f"{what} did not finish within {timeout:g} s and was stopped "
+                          "(a loop that never ends? --timeout allows more)") from None
+    finally:
+        kill(child.pid)
+        child.wait()
+        unregister(child.pid)

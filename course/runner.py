@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 
 from course import content
 from course.chapters import Track
-from course.check.results import ERROR, TIMEOUT, CaseResult, RunOutcome
+from course.check.results import ERROR, SKIP, TIMEOUT, CaseResult, RunOutcome
 from course.languages.protocol import (
     FIXTURES_VAR,
     SCRATCH_VAR,
@@ -77,9 +77,13 @@ def run(adapter: Adapter, request: RunRequest, on_case: Callable[[CaseResult], N
 
 def _supervise(adapter: Adapter, request: RunRequest, prepared: Prepared,
                on_case: Callable[[CaseResult], None] | None) -> RunOutcome:
+    from course import selection
+
     outcome = RunOutcome()
-    done: set[str] = set()  # case keys reported, by this worker or an earlier one
+    done: set[str] = set()  # case keys reported (or left out by --case), by this worker or an earlier one
     known: dict[str, CaseId] = {}
+    wanted = selection.parse(request.cases) if request.cases else None
+    out_of_time = None if request.budget is None else time.monotonic() + request.budget
 
     def record(key: str, **fields) -> None:  # noqa: ANN003
         done.add(key)
@@ -89,6 +93,15 @@ def _supervise(adapter: Adapter, request: RunRequest, prepared: Prepared,
         if on_case:
             on_case(result)
 
+    def skip_rest_of(key: str) -> bool:
+        """One timeout per test: the test's cases not run yet are reported as not run (a loop that
+        never ends in code every case calls would otherwise cost the timeout once per case)."""
+        timed_out = known[key]
+        rest = [k for k, c in known.items() if c.entry == timed_out.entry and k not in done]
+        for other in rest:
+            record(other, status=SKIP, message=f"not run: case {timed_out.case or key} of this test timed out")
+        return bool(rest)
+
     while True:
         progress = len(done)
         worker = adapter.start(request, prepared, frozenset(done))
@@ -97,13 +110,22 @@ def _supervise(adapter: Adapter, request: RunRequest, prepared: Prepared,
         try:
             while True:
                 limit = request.timeout + (KILL_GRACE if current else QUIET_LIMIT)
+                wait = time.monotonic() + (KILL_GRACE if finished else limit)
                 try:
-                    event = worker.next_event(time.monotonic() + (KILL_GRACE if finished else limit))
+                    event = worker.next_event(wait if out_of_time is None else min(wait, out_of_time))
                 except TimeoutError:
                     worker.kill()
-                    if current:
+                    if out_of_time is not None and time.monotonic() >= out_of_time and not finished:
+                        if current:
+                            record(current, status=TIMEOUT, message="stopped when the whole check ran out of time")
+                            skip_rest_of(current)
+                        outcome.problem = (f"the whole check took longer than {request.budget:g} s and was stopped; "
+                                           "the tests it did not reach are not run (use --budget to allow more)")
+                        outcome.out_of_time = finished = True
+                    elif current:
                         record(current, status=TIMEOUT, message=f"the test, with its setup and teardown, did not "
                                f"finish within {limit:g} s and was stopped (use --timeout to allow more)")
+                        skip_rest_of(current)
                         current = ""
                     elif not finished:
                         outcome.problem = f"the test process stopped answering outside any test for {limit:g} s"
@@ -113,12 +135,20 @@ def _supervise(adapter: Adapter, request: RunRequest, prepared: Prepared,
                     break
                 if isinstance(event, Collected):
                     known.update((c.key, c) for c in event.cases)
+                    unwanted = {c.key for c in event.cases if wanted and not wanted((c.case,)) and c.key not in done}
+                    if unwanted:  # --case: start again without them (they never ran, so nothing is lost)
+                        done.update(unwanted)
+                        worker.kill()
+                        break
                 elif isinstance(event, CaseStarted):
                     current = event.key
                 elif isinstance(event, CaseFinished):
                     fields = {k: v for k, v in vars(event).items() if k != "key"}
                     record(event.key, **fields)
                     current = ""
+                    if event.status == TIMEOUT and skip_rest_of(event.key):
+                        worker.kill()  # it would run the cases just reported as not run: start again
+                        break
                 elif isinstance(event, Problem):
                     outcome.problem = outcome.problem or event.message
                     finished = True
@@ -132,7 +162,7 @@ def _supervise(adapter: Adapter, request: RunRequest, prepared: Prepared,
             record(current, status=ERROR, message=_death_message(adapter, ended))
             continue
         if known and progress < len(done) < len(known):
-            continue  # a timeout stopped the worker: run the rest
+            continue  # a timeout (or --case) stopped the worker: run the rest
         if len(done) < len(known) or not known:
             last = ended.stderr.splitlines()[-1] if ended.stderr else f"exit code {ended.exit_code}"
             outcome.problem = f"the test process ended outside any test: {last}"

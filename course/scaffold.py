@@ -40,8 +40,9 @@ def render_all(chapter: Chapter, track: Track, into: Path) -> None:
 
 
 def scaffold(chapter: Chapter, track: Track, root: Path) -> ScaffoldResult:
+    """Write the track's stubs, and the example of the learner's own tests when it has one."""
     result = ScaffoldResult()
-    for name in track.files:
+    for name in (*track.files, *([track.selftest] if track.selftest else [])):
         if (root / name).exists():
             result.kept.append(name)
             continue
@@ -69,3 +70,39 @@ def write_new(root: Path, name: str, text: str, result: ScaffoldResult) -> None:
         result.failed[name] = exc.strerror or str(exc)
         return
     result.written.append(name)
+
+
+BACKUP_DIR = ".course/backup"
+
+
+@dataclass
+class Restored:
+    name: str
+    backup: Path | None = None  # where the learner's version went; None when there was none to keep
+    unchanged: bool = False  # the file already was the stub
+
+
+def restore(chapter: Chapter, track: Track, root: Path, names: list[str], *, stamp: str) -> list[Restored]:
+    """Put the stubs of `names` back. A learner's version is first moved (never copied over, never
+    deleted) to root/.course/backup/<stamp>/<name>; a file that already is the stub is left alone."""
+    import os
+
+    done = []
+    for name in names:
+        target = root / name
+        text = render(chapter, track, name)
+        if target.is_file() and target.read_text(encoding="utf-8", errors="replace") == text:
+            done.append(Restored(name, unchanged=True))
+            continue
+        backup = None
+        if target.exists():
+            backup = root / BACKUP_DIR / stamp / name
+            backup.parent.mkdir(parents=True, exist_ok=True)
+            if backup.exists():
+                raise FileExistsError(f"{backup} already exists")
+            os.replace(target, backup)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "x", encoding="utf-8") as out:
+            out.write(text)
+        done.append(Restored(name, backup))
+    return done

@@ -1,6 +1,7 @@
 """`course verify`: prove a chapter sound, for every chapter and language.
 
 1. The manifest is consistent: every file, test and mutant it names exists, ids are unique.
+   Every catalog test has its hint levels and names the section of the text that explains it.
 2. The reference passes the whole catalog.
 3. Every catalog test fails on the freshly rendered stubs (a test that passes on a stub checks nothing).
 4. The reference passes again with the cases in a shuffled order (a test that passes only because an
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from course import languages
-from course.chapters import Chapter, Track
+from course.chapters import HINT_LEVELS, Chapter, Track
 from course.check import run_check
 from course.check.results import PASS
 
@@ -27,7 +28,7 @@ from course.check.results import PASS
 class Finding:
     chapter: str
     language: str
-    step: str  # manifest | reference | stubs | shuffled | mutants
+    step: str  # manifest | hints | reference | stubs | shuffled | mutants
     ok: bool
     detail: str = ""
 
@@ -89,6 +90,12 @@ def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
     return problems
 
 
+def hint_problems(chapter: Chapter) -> list[str]:
+    """Every catalog test needs its hint levels: `course hint` must never come up empty."""
+    return [f"{entry.name!r} has {len(entry.hints)} hint levels, `course hint` needs {HINT_LEVELS}"
+            for entry in chapter.catalog if len(entry.hints) != HINT_LEVELS]
+
+
 def default_seed(track: Track) -> int:
     """The shuffled run's seed unless one is given: drawn from the catalog's files, so a run is
     repeatable on the same tree and a changed catalog is tried in a new order."""
@@ -113,6 +120,8 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
          f"{len(chapter.catalog)} tests, {len(track.files)} files, {len(track.mutants)} mutants")
     if problems:
         return verdict
+    missing = hint_problems(chapter)
+    note("hints", not missing, "; ".join(missing) or f"{HINT_LEVELS} hint levels for every test")
 
     reference = run_check(chapter, track, track.reference)
     note("reference", reference.ok, f"{reference.passed} of {reference.total} tests pass on the reference"

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Callable
 
 from course.chapters import Chapter, Track
-from course.check.results import CaseResult, CheckResult, EntryResult
+from course.check.results import FAIL_STATUSES, CaseResult, CheckResult, EntryResult
 from course.errors import BadSelection
 
 DEFAULT_TIMEOUT = 5.0
+# The whole check, however many tests time out: a learner waits at most this long for a verdict.
+DEFAULT_BUDGET = 120.0
 
 
 def default_build_dir() -> Path:
@@ -20,21 +23,33 @@ def default_build_dir() -> Path:
     return Path(base) / "course"
 
 
+class _StopFirst(Exception):
+    """Raised from the case callback to end the run at the first failure (-x)."""
+
+
 def run_check(
     chapter: Chapter,
     track: Track,
     code_root: Path,
     *,
     timeout: float = DEFAULT_TIMEOUT,
+    budget: float | None = DEFAULT_BUDGET,
     select: str = "",
+    cases: str = "",
+    only: Collection[str] | None = None,
+    first: Collection[str] = (),
+    stop_first: bool = False,
     on_entry: Callable[[EntryResult], None] | None = None,
     scratch: Path | None = None,
     shuffle: int | None = None,
     coverage: bool = False,
 ) -> CheckResult:
-    """Run the catalog (the tests `select` matches, with -k's syntax) on the code in code_root.
-    `on_entry` sees each entry as soon as it is complete, in catalog order (cases arrive in catalog
-    order, so an entry is complete when the next begins). `scratch` is a folder for build products
+    """Run the catalog (the tests `select` matches, with -k's syntax, and among them those in `only`)
+    on the code in code_root. `cases` chooses cases by their ids, with the same syntax; `first` runs
+    these tests before the others (failed-first); `stop_first` ends the run at the first failing
+    case; `budget` bounds the whole run in seconds. Entries come back in catalog order whatever
+    order they ran in; `on_entry` sees each as soon as it is complete (an entry's cases arrive
+    together, so it is complete when the next begins). `scratch` is a folder for build products
     (removed by the caller); without it they go to the user's cache. `shuffle`, a seed, runs the
     cases in an order drawn from it instead (no `on_entry` then); `coverage` measures what of the
     code the catalog executed."""
@@ -50,6 +65,11 @@ def run_check(
     if not chosen:
         names = ", ".join(e.name for e in chapter.catalog)
         raise BadSelection(f"no catalog test matches -k {select!r}; the tests are: {names}")
+    if only is not None:
+        chosen = [name for name in chosen if name in only]
+    if cases:
+        selection.parse(cases)  # a malformed expression is a usage error before anything runs
+    order = [n for n in chosen if n in first] + [n for n in chosen if n not in first]
     pending: list[EntryResult] = []
 
     def on_case(case: CaseResult) -> None:
@@ -60,16 +80,31 @@ def run_check(
         if not pending or pending[-1] is not entry:
             pending.append(entry)
         entry.cases.append(case)
+        if stop_first and case.status in FAIL_STATUSES:
+            raise _StopFirst
 
     started = time.perf_counter()
-    request = RunRequest(track=track, code_root=code_root, tests=tuple(chosen), timeout=timeout,
-                         build_dir=scratch or default_build_dir(), shuffle=shuffle, coverage=coverage)
-    outcome = runner.run(adapter, request, on_case=on_case)
-    problem = outcome.problem
+    request = RunRequest(track=track, code_root=code_root, tests=tuple(order), timeout=timeout,
+                         build_dir=scratch or default_build_dir(), shuffle=shuffle, coverage=coverage,
+                         budget=budget, cases=cases)
+    stopped = False
+    try:
+        outcome = runner.run(adapter, request, on_case=on_case)
+    except _StopFirst:
+        outcome, stopped = None, True
+    problem = outcome.problem if outcome else ""
+    if cases and not any(e.cases for e in entries.values()) and not problem:
+        raise BadSelection(f"no case of the chosen tests matches --case {cases!r}")
     if pending and on_entry and not problem:
         on_entry(pending[-1])
     ran = [entries[name] for name in chosen]
-    for entry in ran:
-        entry.missing = not entry.cases and not problem
+    not_run: list[EntryResult] = []
+    if cases or stopped or (outcome and outcome.out_of_time):
+        not_run = [e for e in ran if not e.cases]
+        ran = [e for e in ran if e.cases]
+    else:
+        for entry in ran:
+            entry.missing = not entry.cases and not problem
     return CheckResult(entries=ran, problem=problem, duration=time.perf_counter() - started,
-                       coverage=outcome.coverage)
+                       not_run=[e.test_name for e in not_run] if not cases else [], stopped_first=stopped,
+                       coverage=outcome.coverage if outcome else None)

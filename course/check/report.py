@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -16,21 +17,86 @@ from course.check.results import ERROR, FAIL, PASS, SKIP, TIMEOUT, CheckResult, 
 _LABEL = {PASS: ("PASS", "green"), FAIL: ("FAIL", "red"), ERROR: ("ERROR", "red"),
           TIMEOUT: ("TIMEOUT", "yellow"), SKIP: ("SKIP", "blue")}
 MAX_CASES_SHOWN = 3
+# A failure reason on the terminal: at most this many lines of at most this many characters; -v shows all.
+MAX_REASON_LINES = 8
+REASON_WIDTH = 110
+_PAD = " " * 10
+# The catalogs' assert messages say "<what>: got <value>, want <value> (<why>)".
+_GOT_WANT = re.compile(r"^(?P<head>.*?)\bgot (?P<got>.+?), want (?P<want>.+)$")
 
 
 def summary_line(result: CheckResult) -> str:
-    """The closing line, in the plain form CI runners read: 'N passed, N failed'."""
-    return f"{result.passed} passed, {result.total - result.passed} failed"
+    """The closing line, in the plain form CI runners read: 'N passed, N failed[, N skipped]'."""
+    line = f"{result.passed} passed, {result.total - result.passed} failed"
+    return line + (f", {len(result.not_run)} skipped" if result.not_run else "")
+
+
+def shorten(text: str, width: int = REASON_WIDTH) -> str:
+    """One line cut in the middle, so both its start and its end stay readable."""
+    if len(text) <= width:
+        return text
+    keep = width - 5
+    return f"{text[: keep - keep // 3]} ... {text[len(text) - keep // 3 :]}"
+
+
+def _around(text: str, start: int, width: int) -> str:
+    cut = ("..." if start else "") + text[start:]
+    return cut if len(cut) <= width else cut[: width - 3] + "..."
+
+
+def got_and_want(line: str, width: int = REASON_WIDTH) -> list[str] | None:
+    """A long 'got X, want Y' line as aligned lines, both values cut around their first difference."""
+    match = _GOT_WANT.match(line)
+    if not match or len(line) <= 80:
+        return None
+    head, got, want = match["head"].rstrip(), match["got"], match["want"]
+    label, _, rest = got.partition(" ")
+    if rest and label.isalpha() and label.islower() and not want.startswith(label):
+        head, got = f"{head} {label}".strip(), rest  # "got deltas [...]": the label belongs to both
+    room = width - 8
+    differ = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+    start = 0 if max(len(got), len(want)) <= room else max(0, differ - room // 3)
+    lines = [shorten(head)] if head else []
+    return lines + [f"  got:  {_around(got, start, room)}", f"  want: {_around(want, start, room)}"]
+
+
+def bounded(message: str, *, max_lines: int = MAX_REASON_LINES, width: int = REASON_WIDTH) -> list[str]:
+    """A failure reason in a few short lines; the tail says that -v shows the rest."""
+    out: list[str] = []
+    for line in message.splitlines():
+        out.extend(got_and_want(line, width) or [shorten(line, width)])
+    if len(out) > max_lines:
+        out = out[: max_lines - 1] + [f"... ({len(out) - max_lines + 1} more lines; -v shows the full text)"]
+    return out
 
 
 class TerminalReport:
+    """Entries as they complete. While nothing has passed, they are held back: when everything
+    fails (fresh stubs), a summary and the first failure say where to start, not a wall of FAILs."""
+
     def __init__(self, echo: Callable[..., None], *, verbose: bool = False) -> None:
         self.echo = echo
         self.verbose = verbose
-        self.shown: set[str] = set()  # the entries already printed
+        self.shown: set[str] = set()  # the entries already printed or held
+        self.held: list[EntryResult] = []
+        self.passing = False
 
     def entry(self, result: EntryResult) -> None:
         self.shown.add(result.test_name)
+        if not self.verbose and not self.passing:
+            if result.status != PASS:
+                self.held.append(result)
+                return
+            self.passing = True
+            self.release()
+        self.show(result)
+
+    def release(self) -> None:
+        held, self.held = self.held, []
+        for result in held:
+            self.show(result)
+
+    def show(self, result: EntryResult) -> None:
         label, colour = _LABEL[result.status]
         line = f"  {click.style(label.ljust(7), fg=colour, bold=True)} {result.test_name}"
         failures = result.failures
@@ -38,20 +104,24 @@ class TerminalReport:
             line += click.style(f"  ({len(failures)} of {len(result.cases)} cases)", dim=True)
         self.echo(line)
         if result.missing:
-            self.echo(f"          the catalog names {result.test_name} but no test file defines it")
+            self.echo(f"{_PAD}the catalog names {result.test_name} but no test file defines it")
         # Cases failing the same way are shown once: fifteen copies of one message help nobody.
         groups: dict[tuple[str, str], list] = {}
         for case in failures:
             groups.setdefault((case.message, case.where), []).append(case)
-        for cases in list(groups.values())[:MAX_CASES_SHOWN]:
+        shown = list(groups.values()) if self.verbose else list(groups.values())[:MAX_CASES_SHOWN]
+        for cases in shown:
             self._case(cases)
-        if len(groups) > MAX_CASES_SHOWN:
-            hidden = sum(len(c) for c in list(groups.values())[MAX_CASES_SHOWN:])
+        if len(groups) > len(shown):
+            hidden = sum(len(c) for c in list(groups.values())[len(shown):])
             plural = "s" if hidden != 1 else ""
-            self.echo(click.style(f"          ... and {hidden} more failing case{plural} (-v shows them all)", dim=True))
+            self.echo(click.style(f"{_PAD}... and {hidden} more failing case{plural} (-v shows them all)", dim=True))
+        skipped = result.not_run
+        if skipped:
+            plural = "s" if len(skipped) != 1 else ""
+            self.echo(click.style(f"{_PAD}{len(skipped)} more case{plural} {skipped[0].message}", dim=True))
 
     def _case(self, cases: list) -> None:
-        pad = " " * 10
         case = cases[0]
         named = [c.case for c in cases if c.case]
         head = ""
@@ -60,21 +130,46 @@ class TerminalReport:
         elif named:
             shown = ", ".join(named[:4]) + (f" and {len(named) - 4} more" if len(named) > 4 else "")
             head = f"cases {shown}: "
-        message = case.details if self.verbose and case.details else case.message
-        lines = (head + message).splitlines() or [case.status]
-        for line in lines:
-            self.echo(pad + line)
+        if self.verbose:
+            lines = (head + (case.details or case.message)).splitlines()
+        elif len(head) + len(case.message.splitlines()[0] if case.message else "") > REASON_WIDTH:
+            lines = [shorten(head.rstrip(": ") + ":")] + bounded(case.message)  # the cases, then the reason
+        else:
+            lines = bounded(head + case.message)
+        for line in lines or [case.status]:
+            self.echo(_PAD + line)
         places = [p for p in (case.where and f"in your code at {case.where}", case.test_line and f"test at {case.test_line}") if p]
         if places:
-            self.echo(click.style(pad + "(" + "; ".join(places) + ")", dim=True))
-        if self.verbose and case.output:
-            self.echo(pad + "output:")
-            self.echo(textwrap.indent(case.output.rstrip(), pad + "  "))
+            self.echo(click.style(_PAD + "(" + "; ".join(places) + ")", dim=True))
+        printed = case.output.rstrip("\n")
+        if printed and self.verbose:
+            self.echo(_PAD + "captured output:")
+            self.echo(textwrap.indent(printed, _PAD + "  "))
+        elif printed:
+            count = len(printed.splitlines())
+            self.echo(click.style(f"{_PAD}captured output: {count} line{'s' if count != 1 else ''} (-v shows it)", dim=True))
 
-    def problem(self, problem: str) -> None:
-        self.echo(click.style("  the catalog could not run:", fg="red", bold=True))
+    def problem(self, problem: str, *, blocked: bool = True) -> None:
+        self.release()
+        self.echo(click.style("  the catalog could not run:" if blocked else "  the check was stopped:", fg="red", bold=True))
         self.echo(textwrap.indent(problem, "    "))
-        self.echo("  the tests it kept from running are marked error until this is fixed.")
+        if blocked:
+            self.echo("  the tests it kept from running are marked error until this is fixed.")
+
+    def finish(self, result: CheckResult) -> None:
+        """Show what was held back: a summary when every test failed, else every entry."""
+        if not self.held:
+            return
+        if len(self.held) > 1 and len(self.held) == result.total and not result.problem:
+            first = self.held[0]
+            where = f" ({first.entry.section_label})" if first.entry.section_label else ""
+            self.echo(click.style(f"0 of {result.total} passing: start with {first.test_name}{where}", bold=True))
+            self.show(first)
+            self.echo(click.style(f"  ... and {result.total - 1} more failing tests (-v lists them all; "
+                                  f"`course hint` gives a hint for {first.test_name})", dim=True))
+            self.held = []
+            return
+        self.release()
 
     def coverage(self, result: CheckResult, files: list[str], *, select: str = "") -> None:
         """The lines of the learner's own files that no test ran: code either unneeded or unproven."""
@@ -95,6 +190,11 @@ class TerminalReport:
             self.echo(f"  {name}: {described}")
 
     def closing(self, result: CheckResult) -> None:
+        self.finish(result)
+        if result.stopped_first:
+            self.echo(click.style(f"\nstopped at the first failure (-x): {len(result.not_run)} tests not run", fg="yellow"))
+        elif result.not_run:
+            self.echo(click.style(f"\nnot run: {', '.join(result.not_run)}", fg="yellow"))
         colour = "green" if result.ok else "red"
         self.echo("")
         self.echo(click.style(summary_line(result), fg=colour, bold=True) + click.style(f"  ({result.duration:.2f} s)", dim=True))

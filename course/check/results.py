@@ -27,6 +27,7 @@ class Status(str, Enum):
 PASS, FAIL, ERROR, TIMEOUT, SKIP = Status.PASS, Status.FAIL, Status.ERROR, Status.TIMEOUT, Status.SKIP
 # When an entry's cases disagree, the entry shows the most serious of them.
 _SEVERITY = {PASS: 0, SKIP: 1, FAIL: 2, ERROR: 3, TIMEOUT: 4}
+FAIL_STATUSES = (FAIL, ERROR, TIMEOUT)
 
 
 @dataclass
@@ -68,6 +69,7 @@ class RunOutcome:
 
     cases: list[CaseResult] = field(default_factory=list)
     problem: str = ""  # what stopped the run before (or outside) the tests; "" when nothing did
+    out_of_time: bool = False  # the whole-check budget ran out: the tests without cases did not run
     coverage: dict[str, FileCoverage] | None = None  # by file, when the run was asked to measure it
 
 
@@ -86,7 +88,12 @@ class EntryResult:
 
     @property
     def failures(self) -> list[CaseResult]:
-        return [c for c in self.cases if c.status in (FAIL, ERROR, TIMEOUT)]
+        return [c for c in self.cases if c.status in FAIL_STATUSES]
+
+    @property
+    def not_run(self) -> list[CaseResult]:
+        """Cases skipped by the harness (after an earlier case of the test timed out)."""
+        return [c for c in self.cases if c.status == SKIP and self.status != SKIP]
 
 
 @dataclass
@@ -94,6 +101,8 @@ class CheckResult:
     entries: list[EntryResult]
     problem: str = ""  # a failure before any test could run (a learner module that does not import)
     duration: float = 0.0
+    not_run: list[str] = field(default_factory=list)  # tests left out by -x or an exhausted budget
+    stopped_first: bool = False  # -x ended the run at the first failure
     coverage: dict[str, FileCoverage] | None = None  # by file, when asked for
 
     @property
@@ -122,7 +131,7 @@ class CheckResult:
         for entry in self.entries:
             if entry.status == PASS:
                 continue
-            broken = [c for c in entry.cases if c.status != PASS]
+            broken = [c for c in entry.cases if c.status in FAIL_STATUSES]  # a case not run is not broken
             marks.update(f"{entry.entry.name}{f'[{c.case}]' if c.case else ''}@{c.failed_at or c.status}"
                          for c in broken)
             if not broken:

@@ -40,13 +40,15 @@ class RunRequest:
 
     track: Track
     code_root: Path  # the code under test: a learner's repository, the reference, a mutant's copy
-    tests: tuple[str, ...]  # catalog names to run, in catalog order (already filtered by -k)
+    tests: tuple[str, ...]  # catalog names to run, in the order to run them (already filtered by -k)
     timeout: float  # seconds each test case may take
     build_dir: Path  # where build products go (compiled files, a test binary); may be shared by runs
     env: Mapping[str, str] = field(default_factory=dict)  # added to the test process's environment
     shuffle: Optional[int] = None  # a seed: run the cases in an order drawn from it, not the catalog's
     coverage: bool = False  # measure which lines and branches of the track's files the run executes
     coverage_dir: Optional[Path] = None  # where workers record coverage (the runner makes it, when asked)
+    budget: Optional[float] = None  # seconds for the whole run, every restart included
+    cases: str = ""  # a -k style expression over case ids: the cases to run (the runner matches it)
 
 
 @dataclass(frozen=True)

@@ -44,12 +44,18 @@ def test_stubs_fail_every_test_then_the_reference_passes_and_diff_is_empty(cours
 
     on_stubs = course("check", cwd=sub, timeout=300)
     assert on_stubs.code == 1, on_stubs.out + on_stubs.err
+    section = MANIFEST["catalog"][0]["stated_in"][0]["section"].split()[0].rstrip(".")  # "3. A worked..." -> "3"
+    assert f"0 of {len(CATALOG)} passing: start with {CATALOG[0]} (section {section})" in on_stubs.out, on_stubs.out
     rows = verdict_lines(on_stubs.out)
-    assert [name for _, name in rows] == CATALOG, "one line per catalog test, in catalog order"
-    assert all(status != "PASS" for status, _ in rows), rows
+    assert rows == [("FAIL", CATALOG[0])], f"fresh stubs: a summary and the first failure only, got {rows}"
     assert "not implemented yet" in on_stubs.out
     assert "Traceback" not in on_stubs.out + on_stubs.err
     assert f"0 passed, {len(CATALOG)} failed" in on_stubs.out
+
+    every = course("check", "-v", cwd=sub, timeout=300)
+    rows = verdict_lines(every.out)
+    assert [name for _, name in rows] == CATALOG, "with -v, one line per catalog test, in catalog order"
+    assert all(status != "PASS" for status, _ in rows), rows
 
     refused = course("diff", cwd=learner)
     assert refused.code == 1 and "has not passed yet" in refused.err
@@ -73,10 +79,12 @@ def test_stubs_fail_every_test_then_the_reference_passes_and_diff_is_empty(cours
     changed = course("diff", cwd=learner)
     assert changed.code == 1 and "not the ones that passed" in changed.err
     forced = course("diff", "--force", cwd=learner)
-    assert forced.code == 0 and "-# my note" in forced.out
+    assert forced.code == 0 and "-# my note" not in forced.out and "comments or docstrings only" in forced.out, forced.out
+    everything = course("diff", "--force", "--all", cwd=learner)
+    assert everything.code == 0 and "-# my note" in everything.out, everything.out
 
     listed = course("list", cwd=learner)
-    assert "passed" in listed.out
+    assert "passed before, changed since" in listed.out, listed.out
 
 
 def test_start_again_leaves_the_learners_files_alone(course, learner: Path) -> None:

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import ast
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Mapping
 
-from course import content
+from course import content, processes
 from course.chapters import Fields, Track
 from course.languages.protocol import Prepared, RunRequest
 from course.check.results import FileCoverage
+from course.errors import CodeProblem
 from course.languages.python import launch, measure
 
 
@@ -34,17 +34,52 @@ class PythonAdapter:
         """Compile every learner file (without running it): a syntax error is one problem at its line.
         What fails only when the code runs (an import-time exception, a missing module) the worker
         reports before the first test."""
-        for name in request.track.files:
-            path = request.code_root / name
+        return Prepared(problem=self._compile_problem(request.track, request.code_root))
+
+    @staticmethod
+    def _compile_problem(track: Track, code_root: Path) -> str:
+        for name in track.files:
+            path = code_root / name
             if not name.endswith(".py") or not path.is_file():
                 continue
             try:
                 compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
             except SyntaxError as exc:
-                return Prepared(problem=f"{name}:{exc.lineno}: syntax error: {exc.msg}")
+                return f"{name}:{exc.lineno}: syntax error: {exc.msg}"
             except ValueError as exc:  # null bytes in the source
-                return Prepared(problem=f"{name}: cannot be compiled: {exc}")
-        return Prepared()
+                return f"{name}: cannot be compiled: {exc}"
+        return ""
+
+    def warm(self) -> None:
+        """Import, once, what every catalog run needs (pytest, its plugins, the worker): a
+        long-lived command such as `course watch` then starts each run from a warm process."""
+        launch.warm()
+
+    def commentary_lines(self, text: str) -> set[int]:
+        """Lines (1-based) that hold only comments, docstrings or nothing: what `course diff`
+        leaves out by default. Text that does not parse has none (everything is compared)."""
+        import io
+        import tokenize
+
+        lines = text.splitlines()
+        try:
+            tree = ast.parse(text)
+            tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        except (SyntaxError, tokenize.TokenError, ValueError):
+            return set()
+        quiet = {n for n, line in enumerate(lines, 1) if not line.strip()}
+        layout = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+                  tokenize.ENDMARKER)
+        code = {n for tok in tokens if tok.type not in layout for n in range(tok.start[0], tok.end[0] + 1)}
+        quiet |= {n for n in range(1, len(lines) + 1) if n not in code}
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body:
+                first = body[0]
+                if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                        and isinstance(first.value.value, str)):
+                    quiet |= set(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+        return quiet
 
     def start(self, request: RunRequest, prepared: Prepared, skip: frozenset[str]) -> launch.Worker:
         track = request.track
@@ -85,10 +120,15 @@ class PythonAdapter:
         return [problem for name in track.files if (track.reference / name).is_file()
                 for problem in measure.unexplained_exclusions(track.reference / name, name)]
 
-    def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str]) -> int:
+    def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str],
+                   *, timeout: float) -> int:
+        problem = self._compile_problem(track, code_root)
+        if problem:
+            raise CodeProblem(problem)
         env = {**os.environ, **env, "PYTHONDONTWRITEBYTECODE": "1",
                "PYTHONPATH": os.pathsep.join([str(code_root), str(content.HARNESS_ROOT)])}
-        return subprocess.call([sys.executable, str(script), *args], cwd=code_root, env=env)
+        return processes.run_bounded([sys.executable, str(script), *args], cwd=code_root, env=env,
+                                     timeout=timeout, what="the demonstration")
 
     def catalog_problems(self, track: Track) -> list[str]:
         """A malformed `modules` field, and asserts without a message: the worker runs pytest with
@@ -106,6 +146,20 @@ class PythonAdapter:
                 if isinstance(node, ast.Assert) and node.msg is None:
                     problems.append(f"{path.name}:{node.lineno}: assert without a message")
         return problems
+
+    def learner_tests(self, folder: Path) -> list[str]:
+        """The tests a learner wrote in `folder` (test_*.py files, test_ functions at the top level
+        or in Test classes), as catalog-style names, in file order."""
+        names: list[str] = []
+        for path in sorted(folder.rglob("test_*.py")):
+            try:
+                tree = ast.parse(path.read_text(encoding="utf-8"))
+            except (SyntaxError, UnicodeDecodeError, ValueError):
+                continue  # the run itself reports it, at its line
+            bodies = [tree.body] + [n.body for n in tree.body if isinstance(n, ast.ClassDef) and n.name.startswith("Test")]
+            names += [n.name.removeprefix("test_") for body in bodies for n in body
+                      if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test_")]
+        return list(dict.fromkeys(names))
 
     def test_sources(self, track: Track) -> dict[str, str]:
         """Each test function's source, by name, for results.json's test_code."""

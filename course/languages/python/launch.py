@@ -28,6 +28,14 @@ _forkserver = None
 _forkserver_lock = threading.Lock()
 
 
+def warm() -> None:
+    """Import what every worker needs into this process, so that the workers it forks start warm."""
+    import importlib
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+
+
 def _context():  # noqa: ANN202
     """How workers start. A single-threaded harness (one `course check`) forks itself: it has
     imported no code under test, and forking skips a second interpreter's start. A harness running

@@ -126,6 +126,9 @@ def shuffled_rank(seed: int, nodeid: str) -> bytes:
     return hashlib.sha256(f"{seed}:{nodeid}".encode()).digest()
 
 
+MAX_OUTPUT = 20_000  # characters of a test's printed output kept
+
+
 class CatalogPlugin:
     def __init__(self, spec: dict[str, Any], events: Events) -> None:
         self.entries: dict[str, str] = spec["names"]  # test function name -> catalog name, in catalog order
@@ -198,7 +201,8 @@ class CatalogPlugin:
 
     def pytest_runtest_logreport(self, report) -> None:  # noqa: ANN001
         if report.when == "call" and report.capstdout:
-            self.current["output"] = report.capstdout[-500:]
+            # the last lines, whole: the report counts them, -v shows them
+            self.current["output"] = report.capstdout[-MAX_OUTPUT:]
 
     def pytest_runtest_logfinish(self, nodeid, location) -> None:  # noqa: ANN001
         self.events.send(CaseFinished(**self.current))

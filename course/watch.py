@@ -1,0 +1,125 @@
+"""`course watch`: check again whenever a chapter file is saved, on a screen that keeps only what
+matters now: how many tests pass, the first failing one with its reason, and the hint line.
+
+Saves are noticed by the operating system through watchfiles; where it is not installed, or with
+--poll, by looking at the files' size and modification time a few times a second. The tests that
+failed last run first (their verdict arrives sooner); the screen lists them in catalog order. The
+command stays single-threaded, so each check forks from this already warm process.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+POLL_INTERVAL = 0.2  # seconds between looks at the files when polling
+DEBOUNCE_MS = 40  # a save is often several writes (truncate, write, rename): wait for the last
+
+
+class Keys:
+    """Single key presses on a terminal (q to quit), read without blocking; nothing elsewhere."""
+
+    def __init__(self, stream=None) -> None:  # noqa: ANN001
+        self.stream = stream if stream is not None else sys.stdin
+        self.fd = self.stream.fileno() if self._tty() else None
+        self.saved = None
+
+    def _tty(self) -> bool:
+        try:
+            return self.stream.isatty()
+        except (ValueError, OSError):
+            return False
+
+    def __enter__(self) -> Keys:
+        if self.fd is not None:
+            import termios
+            import tty
+
+            self.saved = termios.tcgetattr(self.fd)
+            tty.setcbreak(self.fd)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.saved is not None:
+            import termios
+
+            termios.tcsetattr(self.fd, termios.TCSADRAIN, self.saved)
+
+    def quit_pressed(self, wait: float = 0.0) -> bool:
+        if self.fd is None:
+            if wait:
+                time.sleep(wait)
+            return False
+        ready, _, _ = select.select([self.fd], [], [], wait)
+        if not ready:
+            return False
+        key = os.read(self.fd, 32)
+        return b"q" in key.lower() or b"\x04" in key  # q, or Ctrl-D
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
+def polled_changes(root: Path, files: tuple[str, ...], keys: Keys) -> Iterator[bool]:
+    """Yields True when a file changed, False when q was pressed."""
+    paths = [root / name for name in files]
+    seen = [_stat(p) for p in paths]
+    while True:
+        if keys.quit_pressed(POLL_INTERVAL):
+            yield False
+            continue
+        now = [_stat(p) for p in paths]
+        if now != seen:
+            seen = now
+            yield True
+
+
+def notified_changes(root: Path, files: tuple[str, ...], keys: Keys) -> Iterator[bool]:
+    """The same, from the operating system's notifications (watchfiles)."""
+    import watchfiles
+
+    wanted = {os.path.realpath(root / name) for name in files}
+    folders = sorted({os.path.dirname(p) for p in wanted if os.path.isdir(os.path.dirname(p))}) or [str(root)]
+    for changes in watchfiles.watch(*folders, watch_filter=lambda change, path: os.path.realpath(path) in wanted,
+                                    debounce=DEBOUNCE_MS * 4, step=DEBOUNCE_MS // 4, rust_timeout=100,
+                                    yield_on_timeout=True, recursive=False, raise_interrupt=True):
+        if keys.quit_pressed():
+            yield False
+        elif changes:
+            yield True
+
+
+def changes(root: Path, files: tuple[str, ...], keys: Keys, *, poll: bool) -> tuple[Iterator[bool], str]:
+    """The change stream, and how it watches ('notifications' or 'polling')."""
+    if not poll:
+        try:
+            import watchfiles  # noqa: F401
+        except ImportError:
+            poll = True
+    if poll:
+        return polled_changes(root, files, keys), "polling"
+    return notified_changes(root, files, keys), "notifications"
+
+
+@contextmanager
+def screen(clear: bool) -> Iterator[Callable[[], None]]:
+    """A function that clears the terminal (or, when output is not a terminal, draws a rule)."""
+
+    def wipe() -> None:
+        if clear:
+            sys.stdout.write("\x1b[H\x1b[2J\x1b[3J")
+        else:
+            sys.stdout.write("\n" + "-" * 40 + "\n")
+        sys.stdout.flush()
+
+    yield wipe
