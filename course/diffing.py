@@ -14,6 +14,8 @@ from typing import Callable
 
 import click
 
+from course import regions
+
 _COLOURS = {"+": "green", "-": "red", "@": "cyan"}
 CONTEXT = 3
 
@@ -41,7 +43,8 @@ def diff_files(learner_root: Path, reference_root: Path, files: tuple[str, ...],
     are left out and counted."""
     summary = DiffSummary()
     for name in files:
-        ours, theirs = _lines(learner_root / name), _lines(reference_root / name)
+        # marker lines of learner regions are the course's bookkeeping, not code: never compared
+        ours, theirs = (regions.without_markers(_lines(root / name)) for root in (learner_root, reference_root))
         quiet_ours = commentary("".join(ours)) if commentary else set()
         quiet_theirs = commentary("".join(theirs)) if commentary else set()
         header = False

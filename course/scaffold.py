@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from course.chapters import Chapter, Track
+from course.errors import ManifestError
 
 
 @dataclass
@@ -20,15 +21,61 @@ class ScaffoldResult:
 
 
 def render(chapter: Chapter, track: Track, name: str) -> str:
-    """One file as the learner receives it: a given file as it is in the reference, a stub as its
-    starter file rendered as a Jinja2 template."""
+    """One file as the learner receives it. A file with learner regions (course.regions) is the
+    reference with each region replaced by the starter's block of that name; a given file is the
+    reference as it is; a file whose reference marks no region is its starter rendered whole (a
+    chapter written before regions existed)."""
+    from course import regions
+
+    path = track.reference / name
+    reference = path.read_text(encoding="utf-8") if path.is_file() else ""  # a file only the learner has
+    where = f"{track.reference.name}/{name}"
     if name in track.given:
-        return (track.reference / name).read_text(encoding="utf-8")
+        return regions.strip(reference, where)
+    source = (track.starter / name).read_text(encoding="utf-8")
+    if not regions.regions(reference, where):
+        return _environment(blocks=False).from_string(source).render(chapter=chapter)
+    template = _environment(blocks=True).from_string(source)
+    context = template.new_context({"chapter": chapter})
+    blocks = {block: "".join(render_block(context)) for block, render_block in template.blocks.items()}
+    unused = sorted(set(blocks) - {r.name for r in regions.regions(reference, where)})
+    if unused:
+        raise ManifestError(f"{track.starter.name}/{name}: block {unused[0]!r} matches no region of the reference")
+    return regions.fill(reference, blocks, where)
+
+
+def _environment(*, blocks: bool):  # noqa: ANN202
     import jinja2
 
-    source = (track.starter / name).read_text(encoding="utf-8")
-    template = jinja2.Environment(keep_trailing_newline=True, undefined=jinja2.StrictUndefined).from_string(source)
-    return template.render(chapter=chapter)
+    # with blocks, a block's text starts on the line after its {% block %} tag, as it reads
+    return jinja2.Environment(keep_trailing_newline=True, trim_blocks=blocks, lstrip_blocks=blocks,
+                              undefined=jinja2.StrictUndefined)
+
+
+def starter_problems(chapter: Chapter, track: Track) -> list[str]:
+    """What would make `course start` write something out of step with the reference: a region
+    without guidance, guidance for no region, markers that do not pair up, a template that fails."""
+    problems = []
+    for name in track.files:
+        if name not in track.given and not (track.starter / name).is_file():
+            continue  # reported by the manifest check
+        if name in track.given and (track.reference / name).is_file():
+            from course import regions
+
+            try:
+                marked = regions.regions((track.reference / name).read_text(encoding="utf-8"), name)
+            except ManifestError as exc:
+                problems.append(exc.message)
+                continue
+            if marked:
+                problems.append(f"{name} is given, yet its reference marks learner regions ({marked[0].name})")
+        try:
+            render(chapter, track, name)
+        except ManifestError as exc:
+            problems.append(exc.message)
+        except Exception as exc:  # noqa: BLE001 - a template error, named with its file
+            problems.append(f"{track.starter.name}/{name}: {type(exc).__name__}: {exc}")
+    return problems
 
 
 def render_all(chapter: Chapter, track: Track, into: Path) -> None:
@@ -55,6 +102,13 @@ def write_new(root: Path, name: str, text: str, result: ScaffoldResult) -> None:
     target = root / name
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a file where one of its folders should be: not the file itself
+        result.failed[name] = f"{target.parent.relative_to(root)} is a file, not a folder"
+        return
+    except OSError as exc:
+        result.failed[name] = exc.strerror or str(exc)
+        return
+    try:
         out = open(target, "x", encoding="utf-8")
     except FileExistsError:
         result.kept.append(name)

@@ -3,7 +3,8 @@
 1. The manifest is consistent: every file, test and mutant it names exists, ids are unique.
    Every catalog test has its hint levels and names the section of the text that explains it.
 2. The reference passes the whole catalog.
-3. Every catalog test fails on the freshly rendered stubs (a test that passes on a stub checks nothing).
+3. Every catalog test fails on the freshly rendered stubs (a test that passes on a stub checks nothing),
+   and the stubs load: what `course start` writes is in step with the reference's learner regions.
 4. The reference passes again with the cases in a shuffled order (a test that passes only because an
    earlier one left state behind is caught), seeded and the seed printed so the order can be repeated.
 5. Every documented mutant is killed by at least one of the tests the manifest says catch it.
@@ -69,6 +70,10 @@ def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
     for test in sorted(set(defined) - catalogued):
         problems.append(f"{test} in {track.tests} is not in the catalog (course check would never run it)")
     problems.extend(adapter.catalog_problems(track))
+    if not any(p.startswith(("starter file missing", "reference file missing")) for p in problems):
+        from course.scaffold import starter_problems
+
+        problems.extend(starter_problems(chapter, track))  # what `start` would write, out of step
     from course.services import SERVICES
 
     for service in track.services:
@@ -131,8 +136,11 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
         render_all(chapter, track, Path(tmp))
         stubs = run_check(chapter, track, Path(tmp))
     passing = [e.test_name for e in stubs.entries if e.status == PASS]
-    note("stubs", not passing, f"{stubs.total - len(passing)} of {stubs.total} tests fail on the stubs"
-         + (f"; these pass on a stub, so they check nothing: {', '.join(passing)}" if passing else ""))
+    note("stubs", not passing and not stubs.problem,
+         f"{stubs.total - len(passing)} of {stubs.total} tests fail on the stubs"
+         + (f"; these pass on a stub, so they check nothing: {', '.join(passing)}" if passing else "")
+         + (f"; but the stubs do not even load, so every test fails the same way: {stubs.problem}"
+            if stubs.problem else ""))
 
     if not reference.ok:
         return verdict

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from course import processes
+from course import processes, regions
 from course.chapters import Chapter, Mutant, Track
 from course.check import run_check
 from course.check.results import TIMEOUT, CheckResult
@@ -72,6 +72,7 @@ def _judge(chapter: Chapter, track: Track, mutant: Mutant, timeout: float, scrat
     with tempfile.TemporaryDirectory(prefix=f"course-{chapter.id}-{mutant.id}-") as tmp:
         copy = Path(tmp) / "code"
         shutil.copytree(track.reference, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        regions.strip_files(copy, track.files)  # a mutant's diff counts the code's lines, not the markers
         try:
             apply(mutant, copy)
         except StaleMutant as exc:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from course import content
+from course import content, regions
 from course.chapters import Chapter, Track
 from course.errors import CourseError, UsageError
 from course.languages.protocol import FIXTURES_VAR, SCRATCH_VAR
@@ -59,6 +59,7 @@ def stage(chapter: Chapter, track: Track, into: Path) -> None:
         source = track.reference / package
         if source.is_dir():
             shutil.copytree(source, into / package, ignore=shutil.ignore_patterns("__pycache__"))
+            regions.strip_files(into, tuple(n for n in track.files if n.startswith(package + "/")))
         else:  # a top-level module
             shutil.copy2(source, into / package)
     tests = into / "tests" / track.language / chapter.id

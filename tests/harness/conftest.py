@@ -47,3 +47,34 @@ def copy_reference(chapter: str, into: Path) -> None:
 
 def tree_digest(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+# The synthetic chapter (tests/harness/synthetic/): the harness's own tests run on a copy of it, so a
+# change to the harness is tested on content that stays put, and a test may damage its copy freely.
+SYNTHETIC = Path(__file__).resolve().parent / "synthetic"
+SYN = "syn"
+SYN_CATALOG = ["test_add", "test_add_cases", "test_total_of_the_fixture", "test_scratch_round_trip"]
+collect_ignore = ["synthetic"]  # its catalog is the chapter's, not the harness's
+
+
+@pytest.fixture
+def content(tmp_path: Path) -> Path:
+    """A fresh copy of the synthetic content folder."""
+    root = tmp_path / "content"
+    shutil.copytree(SYNTHETIC, root, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+@pytest.fixture
+def syn(course, content: Path):  # noqa: ANN001, ANN201
+    """`course` pointed at the synthetic content: syn(*args, cwd=...)."""
+
+    def run(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60) -> Ran:
+        return course(*args, cwd=cwd, env={"COURSE_CONTENT": str(content), **(env or {})}, timeout=timeout)
+
+    return run
+
+
+def syn_reference(content: Path, into: Path) -> None:
+    shutil.copytree(content / "reference" / "python" / SYN, into, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))

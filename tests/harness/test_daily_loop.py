@@ -56,19 +56,19 @@ def test_hint_for_a_named_test_and_an_unknown_one(course, learner: Path) -> None
     assert unknown.code == 2 and "no test 'no_such_test'" in unknown.err and "Traceback" not in unknown.err
 
 
-def test_verify_fails_a_catalog_test_without_its_hint_levels(course, tmp_path: Path) -> None:
-    from test_mutants_and_verify import content_copy, manifest, save_manifest
+def test_verify_fails_a_catalog_test_without_its_hint_levels(syn, content: Path, tmp_path: Path) -> None:
+    from conftest import SYN, SYN_CATALOG
+    from test_mutants_and_verify import manifest, save_manifest
 
-    root = content_copy(tmp_path)
-    data = manifest(root)
+    data = manifest(content)
     data["catalog"][1]["hints"] = data["catalog"][1]["hints"][:2]
     del data["catalog"][2]["hints"]
     data["tracks"]["python"]["mutants"] = []
-    save_manifest(root, data)
-    ran = course("verify", CHAPTER, cwd=tmp_path, env={"COURSE_CONTENT": str(root)}, timeout=300)
+    save_manifest(content, data)
+    ran = syn("verify", SYN, cwd=tmp_path)
     assert ran.code == 1, ran.out
     line = next(l for l in ran.out.splitlines() if " hints " in l)
-    assert "FAIL" in line and CATALOG[1].removeprefix("test_") in line and CATALOG[2].removeprefix("test_") in line, line
+    assert "FAIL" in line and SYN_CATALOG[1].removeprefix("test_") in line and SYN_CATALOG[2].removeprefix("test_") in line, line
 
 
 # -- reset ------------------------------------------------------------------------------------------

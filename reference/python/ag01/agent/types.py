@@ -1,4 +1,6 @@
+# course: begin docstring
 """The agent's vocabulary: messages, tool calls, streamed deltas, and the seams later chapters plug into."""
+# course: end docstring
 
 from __future__ import annotations
 
@@ -129,6 +131,7 @@ Delta = (
     | DoneDelta
 )
 
+# course: begin is_content
 _CONTENT_DELTAS = (TextDelta, ToolCallStartDelta, ToolCallArgsDelta, ToolCallEndDelta)
 
 
@@ -138,6 +141,7 @@ def is_content(delta: Delta) -> bool:
 
 
 # --- Folding a stream back into one message -------------------------------------------------------
+# course: end is_content
 
 
 @dataclass(frozen=True)
@@ -159,14 +163,17 @@ class Accumulator:
     """Folds deltas, in the order they came, into one assistant message."""
 
     def __init__(self) -> None:
+        # course: begin Accumulator__init__
         self._text: list[str] = []
         self._calls: dict[int, ToolCall] = {}  # finished calls by index
         self._usage = Usage()
         self._finish_reason = ""
         self._done = False
         self._error: Exception | None = None
+        # course: end Accumulator__init__
 
     def add(self, delta: Delta) -> None:
+        # course: begin Accumulator_add
         """Takes in one delta. Start and argument deltas need no bookkeeping: the end delta carries the call."""
         if isinstance(delta, TextDelta):
             self._text.append(delta.text)
@@ -179,35 +186,45 @@ class Accumulator:
             self._finish_reason = delta.finish_reason
         elif isinstance(delta, ErrorDelta) and self._error is None:
             self._error = delta.error
+        # course: end Accumulator_add
 
     def message(self) -> Message:
+        # course: begin Accumulator_message
         """The assistant message so far, its tool calls in index order (not the order they finished in)."""
         calls = [
             ToolCall(call.id, call.name, call.arguments or "{}")
             for _, call in sorted(self._calls.items())
         ]
         return Message(Role.ASSISTANT, "".join(self._text), calls)
+        # course: end Accumulator_message
 
     def usage(self) -> Usage:
+        # course: begin Accumulator_usage
         """The last usage reported (zeros when none was)."""
         return self._usage
+        # course: end Accumulator_usage
 
     @property
     def finish_reason(self) -> str:
+        # course: begin Accumulator_finish_reason
         """Why the model stopped ("stop", "tool_calls", "length", ...); "" until the DoneDelta."""
         return self._finish_reason
+        # course: end Accumulator_finish_reason
 
     @property
     def error(self) -> Exception | None:
+        # course: begin Accumulator_error
         """Why the stream failed: its ErrorDelta's error, IncompleteStreamError without a DoneDelta, else None."""
         if self._error is not None:
             return self._error
         if not self._done:
             return IncompleteStreamError()
         return None
+        # course: end Accumulator_error
 
 
 def collect(deltas: Iterable[Delta]) -> tuple[Message, Usage]:
+    # course: begin collect
     """Reads a whole stream into its message and usage; raises the stream's error if it failed."""
     acc = Accumulator()
     for delta in deltas:
@@ -215,6 +232,7 @@ def collect(deltas: Iterable[Delta]) -> tuple[Message, Usage]:
     if acc.error is not None:
         raise acc.error
     return acc.message(), acc.usage()
+    # course: end collect
 
 
 # --- Providers ------------------------------------------------------------------------------------
@@ -273,15 +291,21 @@ class Verdict:
 
     @classmethod
     def allow(cls) -> Verdict:
+        # course: begin Verdict_allow
         return cls(Decision.ALLOW)
+        # course: end Verdict_allow
 
     @classmethod
     def deny(cls, reason: str) -> Verdict:
+        # course: begin Verdict_deny
         return cls(Decision.DENY, reason=reason)
+        # course: end Verdict_deny
 
     @classmethod
     def need_approval(cls, marker: str) -> Verdict:
+        # course: begin Verdict_need_approval
         return cls(Decision.NEED_APPROVAL, marker=marker)
+        # course: end Verdict_need_approval
 
 
 class Gate(Protocol):
@@ -302,22 +326,26 @@ _call_context: contextvars.ContextVar[CallContext] = contextvars.ContextVar("cal
 
 
 def current_call_context() -> CallContext:
+    # course: begin current_call_context
     """The CallContext set by the enclosing call_context block.
 
     With none set, the context counts as tainted: a gate called without context must err on the
     cautious side, never assume the conversation is clean.
     """
     return _call_context.get(CallContext(tainted=True))
+    # course: end current_call_context
 
 
 @contextlib.contextmanager
 def call_context(cc: CallContext) -> Iterator[CallContext]:
+    # course: begin call_context
     """Sets `cc` as the current call context for the block, then restores the previous one."""
     token = _call_context.set(cc)
     try:
         yield cc
     finally:
         _call_context.reset(token)
+    # course: end call_context
 
 
 class StepKind(str, enum.Enum):
@@ -337,20 +365,27 @@ class Direct:
     """The StepRunner that just runs the step."""
 
     def run_step(self, name: str, kind: StepKind, fn: Callable[[], bytes]) -> bytes:
+        # course: begin Direct_run_step
         return fn()
+        # course: end Direct_run_step
 
 
 def llm_step(iter: int) -> str:
+    # course: begin llm_step
     """The step name of the model call of iteration `iter`: "llm/3"."""
     return f"llm/{iter}"
+    # course: end llm_step
 
 
 def tool_step(iter: int, i: int, name: str) -> str:
+    # course: begin tool_step
     """The step name of the `i`-th tool call of iteration `iter`: "tool/3/0/get_weather"."""
     return f"tool/{iter}/{i}/{name}"
+    # course: end tool_step
 
 
 def step_tool_name(step: str) -> str | None:
+    # course: begin step_tool_name
     """The tool name in a tool step's name, or None when `step` is not one.
 
     The name is everything after the third "/", so a tool name may contain "/" itself.
@@ -369,3 +404,4 @@ def step_tool_name(step: str) -> str | None:
 def _is_number(text: str) -> bool:
     # isdigit() alone would accept digits such as "²" that int() rejects
     return text.isascii() and text.isdigit()
+    # course: end step_tool_name

@@ -42,11 +42,14 @@ class Verdict:
 
 
 def is_retryable(http_status: int) -> bool:
+    # course: begin is_retryable
     """429 (slow down) and 5xx (server trouble) may pass later; other errors will not."""
     return http_status == 429 or 500 <= http_status <= 599
+    # course: end is_retryable
 
 
 def classify_response(body: Any, http_status: int = 200) -> Verdict:
+    # course: begin classify_response
     """Classify a parsed JSON ``body`` received with ``http_status``."""
     if http_status != 200:
         return Verdict(Kind.HTTP_ERROR, retryable=is_retryable(http_status), reason=_error_code(body))
@@ -115,3 +118,4 @@ def _error_code(body: Any) -> str | None:
     """The ``error.code`` of an error body or a failed response, when there is one."""
     error = body.get("error") if isinstance(body, dict) else None
     return error.get("code") if isinstance(error, dict) else None
+    # course: end classify_response

@@ -58,8 +58,10 @@ class Outcome:
 
 
 def function_call_output(call_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+    # course: begin function_call_output
     """The input item that returns ``payload`` as the result of the call ``call_id``."""
     return {"type": "function_call_output", "call_id": call_id, "output": json.dumps(payload, sort_keys=True)}
+    # course: end function_call_output
 
 
 def run_loop(
@@ -70,6 +72,7 @@ def run_loop(
     max_turns: int = MAX_TURNS,
     max_calls: int = MAX_CALLS,
 ) -> Outcome:
+    # course: begin run_loop
     """Drive ``request`` to one final status, calling ``send`` at most ``max_turns`` times."""
     conversation = list(request["input"])  # a copy: the caller's request stays as it was
     results: list[dict[str, Any]] = []
@@ -124,3 +127,4 @@ def _parse_json(text: str) -> Any:
         return json.loads(text)
     except ValueError:
         return None
+    # course: end run_loop

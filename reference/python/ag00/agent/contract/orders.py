@@ -65,6 +65,7 @@ class ToolResult:
     denied: str | None = None  # the refusal reason; None when the read ran
 
 
+# course: begin execute_call
 def _deny(reason: str) -> ToolResult:
     return ToolResult(payload={"error": reason}, denied=reason)
 
@@ -97,3 +98,4 @@ def execute_call(call: dict[str, Any], principal: Principal) -> ToolResult:
         # anything more would tell the caller which ids exist in other accounts.
         return _deny(PERMISSION_DENIED)
     return ToolResult(payload={"order_id": order_id, "status": order["status"], "source": TOOL_NAME})
+# course: end execute_call

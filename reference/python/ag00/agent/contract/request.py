@@ -24,6 +24,7 @@ OUTPUT_TOKEN_BUDGET = 500
 
 
 def build_request(question: str, *, model: str, max_output_tokens: int = OUTPUT_TOKEN_BUDGET) -> dict[str, Any]:
+    # course: begin build_request
     """The JSON body for ``POST /v1/responses``: model, instructions, question, tool, budget."""
     if not isinstance(model, str) or not model.strip():
         raise ValueError("model must be a non-empty model id")
@@ -42,3 +43,4 @@ def build_request(question: str, *, model: str, max_output_tokens: int = OUTPUT_
         "tools": [copy.deepcopy(READ_ORDER_TOOL)],
         "max_output_tokens": max_output_tokens,
     }
+    # course: end build_request

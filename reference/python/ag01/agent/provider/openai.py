@@ -1,4 +1,6 @@
+# course: begin docstring
 """A Provider for any server that speaks the OpenAI chat-completions API with streaming."""
+# course: end docstring
 
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ def request_body(
     tools: Sequence[ToolDef] = (),
     options: CallOptions | None = None,
 ) -> dict:
+    # course: begin request_body
     """The JSON body of a streamed chat-completions request."""
     body: dict = {
         "model": model,
@@ -72,12 +75,14 @@ def _tool_json(tool: ToolDef) -> dict:
     # a copy: a caller who edits the body before sending it must not edit the tool's schema too
     function = {"name": tool.name, "description": tool.description, "parameters": copy.deepcopy(tool.parameters)}
     return {"type": "function", "function": function}
+    # course: end request_body
 
 
 class OpenAIProvider:
     """Streams chat completions over HTTP with the standard library's http.client."""
 
     def __init__(self, config: Config) -> None:
+        # course: begin OpenAIProvider__init__
         url = urlsplit(config.base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"base_url must be an http or https URL, got {config.base_url!r}")
@@ -86,6 +91,7 @@ class OpenAIProvider:
         self._host = url.hostname
         self._port = url.port
         self._path = url.path.rstrip("/") + "/chat/completions"
+        # course: end OpenAIProvider__init__
 
     def chat_stream(
         self,
@@ -93,6 +99,7 @@ class OpenAIProvider:
         tools: Sequence[ToolDef] = (),
         options: CallOptions | None = None,
     ) -> DeltaStream:
+        # course: begin OpenAIProvider_chat_stream
         """Sends the request; raises APIError for a non-2xx answer, OSError when there is no answer.
 
         The stream it returns owns the connection: reading it to the end or closing it early
@@ -207,3 +214,4 @@ def _seconds(header: str | None) -> float | None:
     except ValueError:
         return None
     return seconds if math.isfinite(seconds) and seconds >= 0 else None
+        # course: end OpenAIProvider_chat_stream

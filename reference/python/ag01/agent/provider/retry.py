@@ -1,4 +1,6 @@
+# course: begin docstring
 """Retrying a provider, but only while retrying cannot duplicate what the caller already has."""
+# course: end docstring
 
 from __future__ import annotations
 
@@ -20,9 +22,11 @@ from agent.types import (
     is_content,
 )
 
+# course: begin retryable_statuses
 # overloaded, rate-limited or failing servers: the same request may succeed later
 _RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
+# course: end retryable_statuses
 
 @dataclass
 class RetryPolicy:
@@ -36,13 +40,16 @@ class RetryPolicy:
     sleep: Callable[[float], None] = time.sleep
 
     def delay(self, n: int, error: BaseException | None = None) -> float:
+        # course: begin RetryPolicy_delay
         """The wait after failure `n` (1 after the first): the server's Retry-After, else exponential backoff."""
         if isinstance(error, APIError) and error.retry_after is not None:
             return error.retry_after  # the server knows when its capacity comes back
         return min(self.max, self.initial * self.multiplier ** (n - 1))
+        # course: end RetryPolicy_delay
 
 
 def retryable(error: BaseException) -> bool:
+    # course: begin retryable
     """Whether the same request could succeed if sent again."""
     if isinstance(error, APIError):
         return error.status in _RETRYABLE_STATUSES  # any other 4xx fails the same way every time
@@ -53,20 +60,25 @@ def retryable(error: BaseException) -> bool:
     # refused, reset or aborted connections (RemoteDisconnected among them), a body cut
     # mid-chunk, a socket timeout
     return isinstance(error, (ConnectionError, http.client.IncompleteRead, TimeoutError))
+    # course: end retryable
 
 
 def with_retry(provider: Provider, policy: RetryPolicy | None = None) -> RetryingProvider:
+    # course: begin with_retry
     """`provider`, retrying failures that happen before the first content delta."""
     return RetryingProvider(provider, policy or RetryPolicy())
+    # course: end with_retry
 
 
 class RetryingProvider:
+    # course: begin RetryingProvider
     """A Provider that retries another one up to the commitment boundary: the first content delta.
 
     Until then the caller has seen nothing, so the whole request can be sent again. After it the
     caller holds text that a second attempt would repeat, so every later delta, a failure
     included, passes through as it comes.
     """
+    # course: end RetryingProvider
 
     def __init__(self, provider: Provider, policy: RetryPolicy) -> None:
         self._provider = provider
@@ -78,6 +90,7 @@ class RetryingProvider:
         tools: Sequence[ToolDef] = (),
         options: CallOptions | None = None,
     ) -> DeltaStream:
+        # course: begin RetryingProvider_chat_stream
         """The inner provider's stream, with failures before the first content delta retried."""
         attempt = 0
         while True:
@@ -128,3 +141,4 @@ def _replay(held: list[Delta], stream: DeltaStream) -> Iterator[Delta]:
         yield from stream
     finally:
         stream.close()
+        # course: end RetryingProvider_chat_stream

@@ -1,4 +1,6 @@
+# course: begin docstring
 """Server-sent events: the bytes of a streamed answer turned into events, and events into deltas."""
+# course: end docstring
 
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ class Event:
 
 
 class EventReader:
+    # course: begin EventReader
     """Iterates over the events of a text/event-stream body (WHATWG HTML, "server-sent events").
 
     An event is the text between two blank lines. A read may end anywhere: inside a line, inside a
@@ -46,13 +49,17 @@ class EventReader:
     line. The reader carries that state from one read to the next, and its cost stays linear in
     the size of the input whatever the read size.
     """
+    # course: end EventReader
 
     def __init__(self, stream: BinaryReader, read_size: int = 65536) -> None:
         self._stream = stream
         self._read_size = read_size
+        # course: begin EventReader__init__
         self._events = self._parse()
+        # course: end EventReader__init__
 
     def __iter__(self) -> Iterator[Event]:
+        # course: begin EventReader__iter__
         # the generator itself, so that a for loop steps it without a Python-level __next__ per event
         return self._events
 
@@ -126,20 +133,26 @@ class _OpenCall:
     id: str
     name: str
     fragments: list[str] = field(default_factory=list)
+        # course: end EventReader__iter__
 
 
 class Decoder:
+    # course: begin Decoder
     """Turns the data of each chat-completions stream event into deltas.
 
     It keeps the tool calls still open, by index: a call's argument fragments may arrive
     interleaved with those of other calls, so each fragment goes to the call its index names.
     """
+    # course: end Decoder
 
     def __init__(self) -> None:
+        # course: begin Decoder__init__
         self._open: dict[int, _OpenCall] = {}
         self._finish_reason = ""
+        # course: end Decoder__init__
 
     def decode(self, data: str) -> tuple[list[Delta], bool]:
+        # course: begin Decoder_decode
         """The deltas of one event, and whether the stream is finished."""
         if data == "[DONE]":
             deltas = self._close_open_calls()
@@ -209,3 +222,4 @@ def _stream_error(error: object) -> StreamError:
         code=str(error.get("code") or ""),
         message=str(error.get("message") or ""),
     )
+        # course: end Decoder_decode

@@ -1,4 +1,6 @@
+# course: begin module
 """Native Responses events folded into one assistant decision, released only at validated completion."""
+# course: end module
 
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ MAX_PREVIEW_CHARS = 64_000  # text and refusal characters shown while streaming,
 MAX_PENDING_CALLS = 8  # function-call items one response may open
 MAX_ARGUMENT_CHARS = 16_000  # characters buffered for one call's arguments
 
+# course: begin module_2
 _PROVIDER_FAILURES = frozenset({"response.failed", "response.incomplete", "error"})
 _PREVIEWS = {"response.output_text.delta": "text", "response.refusal.delta": "refusal"}
 
+# course: end module_2
 
 @dataclass
 class PendingCall:
@@ -27,17 +31,22 @@ class PendingCall:
 
 
 class ResponseAssembly:
+    # course: begin ResponseAssembly
     """Accepts one response's events in order; `accept` returns a Message only at response.completed."""
+    # course: end ResponseAssembly
 
     def __init__(self, tools: Sequence[ToolSpec], report: Report) -> None:
         self.tools = {tool.name: tool for tool in tools}
         self.report = report
         self.response_id: str | None = None
+        # course: begin ResponseAssembly___init__
         self.pending: dict[str, PendingCall] = {}  # by item id, in the order the items were added
+        # course: end ResponseAssembly___init__
         self.preview_chars = 0
         self.ended = False
 
     def accept(self, event: Payload) -> Message | None:
+        # course: begin ResponseAssembly_accept
         """Fold one event in; the validated decision at response.completed, None for progress."""
         if self.ended:
             raise ResponseFailure("ended", "an event arrived after the response ended")
@@ -210,3 +219,4 @@ def _object(obj: Payload, name: str) -> Payload:
     if not isinstance(value, dict):
         raise ResponseFailure("malformed_event", f"field {name!r} must be an object")
     return value
+        # course: end ResponseAssembly_accept

@@ -1,4 +1,6 @@
+# course: begin module
 """The boundary the agent loop awaits: open with retries, then consume and close exactly one stream."""
+# course: end module
 
 from __future__ import annotations
 
@@ -25,12 +27,14 @@ JITTER = 0.10  # each wait is scaled by a random factor in [1 - JITTER, 1 + JITT
 
 
 def retryable(failure: OpenFailure) -> bool:
+    # course: begin retryable
     """No answer at all, or a server error: the same request may open next time.
 
     Any other status is an answer about the request or the account (401 bad key, 429 rate or quota)
     that an immediate retry would only repeat.
     """
     return failure.status is None or 500 <= failure.status <= 599
+    # course: end retryable
 
 
 def _ignore(kind: str, detail: str) -> None:
@@ -56,6 +60,7 @@ class ResponsesProvider:
         self.rng = rng or random.Random()
 
     async def complete(self, history: Sequence[Message], tools: Sequence[ToolSpec]) -> Message:
+        # course: begin ResponsesProvider_complete
         """Retry only the opening; once a stream is acquired, one outcome, and the stream closed first."""
         stream = await self._open(build_request(history, tools, self.model))
         # From here on nothing is retried: the stream may already have shown text or buffered calls.
@@ -87,3 +92,4 @@ class ResponsesProvider:
             if decision is not None:
                 return decision
         raise ResponseFailure("stream_ended", "the stream ended without response.completed")
+        # course: end ResponsesProvider_complete

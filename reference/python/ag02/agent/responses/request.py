@@ -1,4 +1,6 @@
+# course: begin module
 """The portable history and tool catalog, encoded as one Responses API request."""
+# course: end module
 
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ from agent.responses.types import Message, ToolSpec
 
 MAX_OUTPUT_TOKENS = 2048  # the budget each request allows the model to generate
 
+# course: begin module_2
 _TEXT_ROLES = frozenset({"developer", "user", "assistant"})
 
+# course: end module_2
 
 def build_request(
     history: Sequence[Message],
@@ -19,6 +23,7 @@ def build_request(
     model: str,
     max_output_tokens: int = MAX_OUTPUT_TOKENS,
 ) -> dict[str, Any]:
+    # course: begin build_request
     """One streaming request that replays the whole history and keeps nothing on the server."""
     return {
         "model": model,
@@ -71,3 +76,4 @@ def _tool_schema(tool: ToolSpec) -> dict[str, Any]:
         },
         "strict": True,
     }
+    # course: end build_request

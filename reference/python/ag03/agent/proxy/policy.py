@@ -21,15 +21,19 @@ from agent.proxy.sse import read_events
 from agent.proxy.state import FunctionCall, StreamState, Turn
 from agent.proxy.synthesize import EventWriter, closing, opening, text_delta, to_json, to_sse
 
+# course: begin module
 # Sends one request body upstream (always streamed) and returns the chunks of the SSE body.
+# course: end module
 Upstream = Callable[[dict[str, Any]], Iterable[bytes]]
 # Tool name -> the function that runs it on the call's parsed arguments, returning the output text.
 Tools = Mapping[str, Callable[[dict[str, Any]], str]]
 
 MAX_TURNS = 4  # upstream responses one client request may cost
 SSE, JSON = "text/event-stream", "application/json"
+# course: begin module_2
 TOOL_EVENTS = ("response.function_call_arguments.delta", "response.function_call_arguments.done")
 ITEM_EVENTS = ("response.output_item.added", "response.output_item.done")
+# course: end module_2
 
 
 @dataclass
@@ -41,6 +45,7 @@ class Reply:
 
 def handle(request: dict[str, Any], upstream: Upstream, tools: Tools, *, policy: str = "buffered_final_stream",
            forward_tool_events: bool = False) -> Reply:
+    # course: begin handle
     """The reply to one client request. A request that fails closed gets a 502 with the reason, never
     a 200 carrying a partial answer."""
     if policy not in ("buffered_final_stream", "progress_events"):
@@ -58,18 +63,22 @@ def handle(request: dict[str, Any], upstream: Upstream, tools: Tools, *, policy:
     if request.get("stream"):
         return Reply(200, SSE, [to_sse(turn)])
     return Reply(200, JSON, [to_json(turn)])
+    # course: end handle
 
 
 def pass_through(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    # course: begin pass_through
     """The upstream body, byte for byte: nothing parsed, nothing re-framed."""
     try:
         yield from chunks
     finally:
         _close(chunks)
+    # course: end pass_through
 
 
 def buffered_final_stream(request: dict[str, Any], upstream: Upstream, tools: Tools, *,
                           max_turns: int = MAX_TURNS) -> Turn:
+    # course: begin buffered_final_stream
     """Consume upstream responses, running the tools each complete one asks for, until one answers
     with text alone: that one is the final answer."""
     conversation = input_items(request)
@@ -79,10 +88,12 @@ def buffered_final_stream(request: dict[str, Any], upstream: Upstream, tools: To
             return turn
         conversation = conversation + run_calls(turn.calls, tools)
     raise FailClosed("turn_limit", f"no final answer within {max_turns} upstream responses")
+    # course: end buffered_final_stream
 
 
 def progress_events(request: dict[str, Any], upstream: Upstream, tools: Tools, *,
                     forward_tool_events: bool = False, max_turns: int = MAX_TURNS) -> Iterator[bytes]:
+    # course: begin progress_events
     """The downstream event stream of the progress_events policy."""
     writer = EventWriter()
     shown: Turn | None = None  # the downstream response: named after the first upstream one
@@ -118,9 +129,11 @@ def progress_events(request: dict[str, Any], upstream: Upstream, tools: Tools, *
         failed = {"id": shown.id, "object": "response", "status": "failed", "model": shown.model,
                   "output": [], "error": {"code": failure.code, "message": failure.message}}
         yield writer.event("response.failed", response=failed)
+    # course: end progress_events
 
 
 def one_turn(body: dict[str, Any], upstream: Upstream) -> Turn:
+    # course: begin one_turn
     """One upstream response, read to its end and judged; the upstream body is closed in every case."""
     chunks = upstream(body)
     try:
@@ -130,9 +143,11 @@ def one_turn(body: dict[str, Any], upstream: Upstream) -> Turn:
         return state.finish()
     finally:
         _close(chunks)
+    # course: end one_turn
 
 
 def run_calls(calls: list[FunctionCall], tools: Tools) -> list[dict[str, Any]]:
+    # course: begin run_calls
     """Run a complete batch of calls, each exactly once, after checking that every one can run; the
     items that carry the calls and their results into the next request."""
     unknown = sorted({c.name for c in calls if c.name not in tools})
@@ -146,17 +161,23 @@ def run_calls(calls: list[FunctionCall], tools: Tools) -> list[dict[str, Any]]:
                       "arguments": call.arguments})
         items.append({"type": "function_call_output", "call_id": call.call_id, "output": output})
     return items
+    # course: end run_calls
 
 
 def input_items(request: dict[str, Any]) -> list[Any]:
+    # course: begin input_items
     """The request's input as a list of items (a bare string is one user message)."""
+    # course: end input_items
     given = request.get("input") or []
     return [{"role": "user", "content": given}] if isinstance(given, str) else list(given)
 
 
 def error_body(failure: FailClosed) -> bytes:
+    # course: begin error_body
+    # course: end error_body
     error = {"message": failure.message, "type": "upstream_error", "param": None, "code": failure.code}
     return json.dumps({"error": error}).encode()
+# course: begin _announced
 
 
 def _announced(response: dict[str, Any]) -> Turn:
@@ -179,3 +200,4 @@ def _close(chunks: object) -> None:
     close = getattr(chunks, "close", None)
     if close is not None:
         close()
+# course: end _announced

@@ -3,7 +3,9 @@
 Progress is not permission: an item's `.done` event, or a function call whose arguments look
 complete, executes nothing. Only `finish()`, after a terminal `response.completed`, hands out calls,
 and only calls whose arguments were closed by their own `response.function_call_arguments.done`.
+# course: begin module
 Anything the state does not understand ends the stream with FailClosed.
+# course: end module
 """
 
 from __future__ import annotations
@@ -21,13 +23,17 @@ MAX_TEXT_CHARS = 64_000  # output text of one response
 
 @dataclass
 class FunctionCall:
+    # course: begin FunctionCall
+    # course: end FunctionCall
     item_id: str
     output_index: int
     call_id: str
     name: str
+    # course: begin FunctionCall_2
     fragments: list[str] = field(default_factory=list)  # the argument deltas, in arrival order
     streamed_chars: int = 0
     arguments: str | None = None  # the final arguments of the .done event; None until it arrives
+    # course: end FunctionCall_2
 
     @property
     def streamed(self) -> str:
@@ -39,6 +45,8 @@ class FunctionCall:
         return self.arguments is not None and self.arguments != self.streamed
 
     def parsed_arguments(self) -> dict[str, Any]:
+        # course: begin FunctionCall_parsed_arguments
+        # course: end FunctionCall_parsed_arguments
         try:
             value = json.loads(self.arguments or "")
         except ValueError:
@@ -50,7 +58,9 @@ class FunctionCall:
 
 @dataclass
 class Turn:
+    # course: begin Turn
     """A complete upstream response: its metadata, its text, and the calls it asks for."""
+    # course: end Turn
 
     id: str
     model: str
@@ -61,10 +71,13 @@ class Turn:
     status: str = "completed"
 
 
+# course: begin module_2
 @dataclass
+# course: end module_2
 class StreamState:
     """Feed it every event of one upstream response (`feed`), then ask what it amounts to (`finish`)."""
 
+    # course: begin StreamState
     response: dict[str, Any] | None = None  # the response object of response.created
     terminal: dict[str, Any] | None = None  # the response object of response.completed
     calls: dict[str, FunctionCall] = field(default_factory=dict)  # by item id, in the order they opened
@@ -72,8 +85,10 @@ class StreamState:
     final_texts: dict[tuple[str, int], str] = field(default_factory=dict)  # as the .done events state them
     last_sequence: int = -1
     text_chars: int = 0
+    # course: end StreamState
 
     def feed(self, event: dict[str, Any]) -> None:
+        # course: begin StreamState_feed
         kind = event.get("type")
         self._check_order(event)
         if kind == "error":
@@ -90,8 +105,10 @@ class StreamState:
         if handler is not None:
             handler(self, event)
         # Every other event (in_progress, content parts, reasoning, ...) is progress to observe only.
+        # course: end StreamState_feed
 
     def finish(self) -> Turn:
+        # course: begin StreamState_finish
         """The response, once it ended with response.completed and every call was closed."""
         if self.terminal is None:
             raise FailClosed("missing_terminal", "the stream ended before response.completed")
@@ -235,3 +252,4 @@ _HANDLERS = {
     "response.failed": StreamState._failed,
     "response.incomplete": StreamState._incomplete,
 }
+        # course: end StreamState_finish

@@ -1,9 +1,11 @@
 """What the client receives: a valid Responses object as JSON, or as a server-sent event stream.
 
 Both are built from a finished Turn, never from upstream bytes, so a client only ever sees a
+# course: begin module
 response that ended. The stream has the shape of the real API's: `response.created` first, sequence
 numbers counting from 0 without a gap or a repeat, the text's item, part and deltas each closed by
 its own done event, `response.completed` last, and no `[DONE]` line (the Responses API sends none).
+# course: end module
 """
 
 from __future__ import annotations
@@ -21,19 +23,25 @@ class EventWriter:
         self.next_sequence = 0
 
     def event(self, kind: str, **fields: Any) -> bytes:
+        # course: begin EventWriter_event
         payload = {"type": kind, "sequence_number": self.next_sequence, **fields}
         self.next_sequence += 1
         return f"event: {kind}\ndata: {json.dumps(payload, separators=(',', ':'))}\n\n".encode()
+        # course: end EventWriter_event
 
 
 def message_item(turn: Turn, text: str, status: str = "completed") -> dict[str, Any]:
+    # course: begin message_item
+    # course: end message_item
     content = [{"type": "output_text", "text": text, "annotations": []}] if status == "completed" else []
     return {"id": "msg_" + turn.id.removeprefix("resp_"), "type": "message", "status": status,
             "role": "assistant", "content": content}
 
 
 def response_object(turn: Turn, text: str | None = None, status: str = "completed") -> dict[str, Any]:
+    # course: begin response_object
     """The Responses object for the turn: while in progress with no output, at the end with one message."""
+    # course: end response_object
     text = turn.text if text is None else text
     return {
         "id": turn.id,
@@ -52,11 +60,14 @@ def response_object(turn: Turn, text: str | None = None, status: str = "complete
 
 
 def to_json(turn: Turn) -> bytes:
+    # course: begin to_json
     """The body of a non-streamed answer."""
     return json.dumps(response_object(turn), separators=(",", ":")).encode()
+    # course: end to_json
 
 
 def opening(writer: EventWriter, turn: Turn) -> list[bytes]:
+    # course: begin opening
     """The events before any text: the response, its message item and the item's empty text part."""
     started = response_object(turn, status="in_progress")
     return [
@@ -66,14 +77,18 @@ def opening(writer: EventWriter, turn: Turn) -> list[bytes]:
         writer.event("response.content_part.added", item_id=message_item(turn, "")["id"], output_index=0,
                      content_index=0, part={"type": "output_text", "text": "", "annotations": []}),
     ]
+    # course: end opening
 
 
 def text_delta(writer: EventWriter, turn: Turn, delta: str) -> bytes:
+    # course: begin text_delta
     return writer.event("response.output_text.delta", item_id=message_item(turn, "")["id"], output_index=0,
                         content_index=0, delta=delta, logprobs=[])
+    # course: end text_delta
 
 
 def closing(writer: EventWriter, turn: Turn, text: str) -> list[bytes]:
+    # course: begin closing
     """The events after the text: each done event, in the order the real API sends them, then completed."""
     item = message_item(turn, text)
     place = {"item_id": item["id"], "output_index": 0, "content_index": 0}
@@ -83,9 +98,11 @@ def closing(writer: EventWriter, turn: Turn, text: str) -> list[bytes]:
         writer.event("response.output_item.done", output_index=0, item=item),
         writer.event("response.completed", response=response_object(turn, text)),
     ]
+    # course: end closing
 
 
 def to_sse(turn: Turn) -> bytes:
+    # course: begin to_sse
     """The body of a streamed answer: the whole final text in one delta."""
     writer = EventWriter()
     parts = opening(writer, turn)
@@ -93,3 +110,4 @@ def to_sse(turn: Turn) -> bytes:
         parts.append(text_delta(writer, turn, turn.text))
     parts += closing(writer, turn, turn.text)
     return b"".join(parts)
+    # course: end to_sse

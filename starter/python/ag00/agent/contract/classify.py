@@ -1,52 +1,11 @@
-"""Sort one non-streaming Responses reply into exactly one kind.
-
-Three statuses are read in order, each only once the previous one said yes:
-the HTTP status (did the server answer?), the response's own ``status`` (did
-generation finish?), and then the output items (what did the model produce?).
-None of them says the task is done; the loop decides that against receipts.
-
-Only the item shapes this chapter illustrates are accepted. Anything else is
-``unsupported``: a new capability deserves its own adapter and fixture, not a
-guess.
-"""
-
-from __future__ import annotations
-
-from dataclasses import dataclass
-from enum import Enum
-from typing import Any
-
-
-class Kind(str, Enum):
-    HTTP_ERROR = "http_error"
-    INCOMPLETE = "incomplete"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    REFUSED = "refused"
-    TOOL_REQUESTS = "tool_requests"
-    TEXT = "text"
-    EMPTY = "empty"
-    UNSUPPORTED = "unsupported"
-    INVALID_TOOL_CALL = "invalid_tool_call"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The classification of one reply."""
-
-    kind: Kind
-    retryable: bool = False  # HTTP_ERROR only: may the same request be sent again later?
-    reason: str | None = None  # incomplete reason, error code, refusal text, or what was unsupported
-    calls: tuple[dict[str, Any], ...] = ()  # TOOL_REQUESTS: the function_call items, in order
-    text: str = ""  # TEXT: all output_text parts, joined
-
-
-def is_retryable(http_status: int) -> bool:
+{#- What the learner receives in place of each region of the reference
+    (reference/python/ag00/agent/contract/classify.py, between `# course: begin NAME` and `# course: end NAME`);
+    everything else comes from the reference as it is (course.regions). -#}
+{% block is_retryable %}
     """True for 429 and for every 5xx status (500 to 599); False for any other status."""
     raise NotImplementedError("is_retryable: which HTTP errors may pass if sent again later?")
-
-
-def classify_response(body: Any, http_status: int = 200) -> Verdict:
+{% endblock %}
+{% block classify_response %}
     """Classify a parsed JSON ``body`` received with ``http_status``. Decide in this order:
 
     1. ``http_status`` is not 200: ``HTTP_ERROR`` with ``retryable=is_retryable(http_status)``
@@ -73,3 +32,4 @@ def classify_response(body: Any, http_status: int = 200) -> Verdict:
        the parts joined by ``""``; else ``EMPTY``.
     """
     raise NotImplementedError("classify_response: HTTP status, then response status, then items")
+{% endblock %}

@@ -1,79 +1,15 @@
-"""The bounded tool loop: ask, classify, execute within budget, return results, verify.
-
-The loop ends in exactly one status. Only ``answer_ready`` means the task is
-done: the model's final answer equals a receipt that a tool call produced.
-"""
-
-from __future__ import annotations
-
-import json
-from dataclasses import dataclass, field
-from typing import Any, Callable
-
-from agent.contract.classify import Kind, Verdict, classify_response
-from agent.contract.orders import TRUSTED_PRINCIPAL, Principal, execute_call
-
-MAX_TURNS = 3  # model calls per run
-MAX_CALLS = 2  # tool calls per run, across all turns
-
-ANSWER_READY = "answer_ready"
-UNVERIFIED_ANSWER = "unverified_answer"
-BUDGET_EXHAUSTED = "budget_exhausted"
-TURN_LIMIT = "turn_limit"
-DUPLICATE_CALL_ID = "duplicate_call_id"
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One HTTP exchange as the loop sees it: the status code and the parsed JSON body."""
-
-    http_status: int
-    body: Any
-
-
-# Sends one request body to the model and returns its reply.
-Send = Callable[[dict[str, Any]], Reply]
-
-
-@dataclass
-class Step:
-    """One turn: what the reply was classified as, and which calls ran."""
-
-    turn: int
-    kind: str
-    executed: list[str] = field(default_factory=list)  # call_ids, in the order they ran
-
-
-@dataclass
-class Outcome:
-    """How a run ended."""
-
-    status: str  # answer_ready, unverified_answer, a limit, a refusal reason, or a Kind value
-    calls: int  # tool calls executed, counted against the budget
-    results: list[dict[str, Any]]  # the function_call_output items sent back
-    steps: list[Step]
-    verdict: Verdict | None = None  # the last classification (retryable, reason)
-    denial: dict[str, str] | None = None  # what a refused tool call returned
-    answer: Any = None  # the parsed final answer, when the model gave one
-
-
-def function_call_output(call_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+{#- What the learner receives in place of each region of the reference
+    (reference/python/ag00/agent/contract/loop.py, between `# course: begin NAME` and `# course: end NAME`);
+    everything else comes from the reference as it is (course.regions). -#}
+{% block function_call_output %}
     """The input item that returns ``payload`` as the result of the call ``call_id``:
 
     ``{"type": "function_call_output", "call_id": call_id, "output": <payload as JSON text>}``,
     the JSON text made with ``json.dumps(payload, sort_keys=True)``.
     """
     raise NotImplementedError("function_call_output: wrap a result for the call it answers")
-
-
-def run_loop(
-    request: dict[str, Any],
-    send: Send,
-    principal: Principal = TRUSTED_PRINCIPAL,
-    *,
-    max_turns: int = MAX_TURNS,
-    max_calls: int = MAX_CALLS,
-) -> Outcome:
+{% endblock %}
+{% block run_loop %}
     """Drive ``request`` to one final status, calling ``send`` at most ``max_turns`` times.
 
     Keep a conversation, starting as a copy of ``request["input"]`` (never change
@@ -102,3 +38,4 @@ def run_loop(
     ``calls``, ``results``, ``steps`` and the last ``verdict``.
     """
     raise NotImplementedError("run_loop: bounded turns, whole-batch budget, results by call_id")
+{% endblock %}

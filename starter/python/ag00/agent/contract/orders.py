@@ -1,70 +1,7 @@
-"""The one tool of this chapter, ``read_order``, and the checks that guard it.
-
-A ``function_call`` item is the model proposing an action. Whether the action
-runs is decided here, from data the model cannot touch: the trusted principal
-comes from the caller's session, never from the call's arguments.
-"""
-
-from __future__ import annotations
-
-import json
-from dataclasses import dataclass
-from typing import Any
-
-TOOL_NAME = "read_order"
-
-# Why a call was refused. Each one is also the loop's final status.
-UNKNOWN_TOOL = "unknown_tool"
-INVALID_ARGUMENTS = "invalid_arguments"
-PERMISSION_DENIED = "permission_denied"
-
-
-@dataclass(frozen=True)
-class Principal:
-    """Who is asking, as established by the application's own session."""
-
-    tenant: str
-    user: str
-
-
-# Teaching data: a stand-in for a real order service and a real login session.
-TRUSTED_PRINCIPAL = Principal(tenant="shop-a", user="u-1")
-
-ORDERS: dict[str, dict[str, str]] = {
-    "o-1": {"tenant": "shop-a", "user": "u-1", "status": "delivered"},
-    "o-2": {"tenant": "shop-b", "user": "u-2", "status": "processing"},  # another shop
-    "o-3": {"tenant": "shop-a", "user": "u-7", "status": "returned"},  # same shop, another customer
-}
-
-# The definition the model sees. With "strict", the model's arguments follow this
-# schema; the application still checks them, because the schema is a request to
-# the model, not a guarantee about what arrives.
-READ_ORDER_TOOL: dict[str, Any] = {
-    "type": "function",
-    "name": TOOL_NAME,
-    "description": "Read the status of one order the signed-in customer may see.",
-    "strict": True,
-    "parameters": {
-        "type": "object",
-        "properties": {"order_id": {"type": "string", "description": "The order id, for example o-1."}},
-        "required": ["order_id"],
-        "additionalProperties": False,
-    },
-}
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    """What executing one call produced.
-
-    ``payload`` is what may be shown to the model: the receipt on success, or
-    ``{"error": reason}`` and nothing else when the call was refused.
-    """
-
-    payload: dict[str, str]
-    denied: str | None = None  # the refusal reason; None when the read ran
-
-
+{#- What the learner receives in place of each region of the reference
+    (reference/python/ag00/agent/contract/orders.py, between `# course: begin NAME` and `# course: end NAME`);
+    everything else comes from the reference as it is (course.regions). -#}
+{% block execute_call %}
 def execute_call(call: dict[str, Any], principal: Principal) -> ToolResult:
     """Run one ``function_call`` item as ``principal``, or refuse it.
 
@@ -84,3 +21,4 @@ def execute_call(call: dict[str, Any], principal: Principal) -> ToolResult:
     with ``denied`` left as None.
     """
     raise NotImplementedError("execute_call: check the call, then read the order")
+{% endblock %}

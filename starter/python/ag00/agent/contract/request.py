@@ -1,29 +1,7 @@
-"""Build one non-streaming Responses request.
-
-Credentials and the user's identity are not part of the body: the API key
-travels in a header set by the caller, and identity stays in the application.
-"""
-
-from __future__ import annotations
-
-import copy
-from typing import Any
-
-from agent.contract.orders import READ_ORDER_TOOL
-
-DEVELOPER_INSTRUCTIONS = (
-    "Answer questions about orders with the read_order tool; never guess an order's status. "
-    "Pass only order_id: the application knows who is signed in and checks access itself. "
-    "Reply with a JSON object with exactly the keys order_id, status and source, copied from the tool result. "
-    "Never try to change an order."
-)
-
-# Caps what one call may generate (and cost). A reply cut by this cap comes back
-# with status "incomplete", reason "max_output_tokens".
-OUTPUT_TOKEN_BUDGET = 500
-
-
-def build_request(question: str, *, model: str, max_output_tokens: int = OUTPUT_TOKEN_BUDGET) -> dict[str, Any]:
+{#- What the learner receives in place of each region of the reference
+    (reference/python/ag00/agent/contract/request.py, between `# course: begin NAME` and `# course: end NAME`);
+    everything else comes from the reference as it is (course.regions). -#}
+{% block build_request %}
     """The JSON body for ``POST /v1/responses``: model, instructions, question, tool, budget.
 
     Return a dict with exactly four keys:
@@ -41,3 +19,4 @@ def build_request(question: str, *, model: str, max_output_tokens: int = OUTPUT_
     not budgets).
     """
     raise NotImplementedError("build_request: assemble the request body")
+{% endblock %}

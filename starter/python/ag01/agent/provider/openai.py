@@ -1,41 +1,15 @@
+{#- What the learner receives in place of each region of the reference
+    (reference/python/ag01/agent/provider/openai.py, between `# course: begin NAME` and `# course: end NAME`);
+    everything else comes from the reference as it is (course.regions). -#}
+{% block docstring %}
 """A Provider for any server that speaks the OpenAI chat-completions API with streaming.
 
 `Config` is given; `request_body` and `OpenAIProvider.chat_stream` are yours (sections 2.1,
 4 and 7 of `course show ag01`). Use http.client, from the standard library.
 The imports below are the ones the reference solution uses; add or drop any.
 """
-
-from __future__ import annotations
-
-import http.client
-import json
-import math
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from urllib.parse import urlsplit
-
-from agent.provider.errors import APIError, StreamCutError
-from agent.provider.sse import Decoder, EventReader
-from agent.types import CallOptions, Delta, DeltaStream, ErrorDelta, Message, Role, ToolCall, ToolDef
-
-
-@dataclass
-class Config:
-    """Where and how to reach the server. `base_url` ends before /chat/completions, e.g. http://127.0.0.1:8080/v1."""
-
-    base_url: str
-    api_key: str = ""
-    model: str = ""
-    headers: dict[str, str] = field(default_factory=dict)
-    timeout: float = 60.0  # seconds, for connecting and for each read
-
-
-def request_body(
-    model: str,
-    messages: Sequence[Message],
-    tools: Sequence[ToolDef] = (),
-    options: CallOptions | None = None,
-) -> dict:
+{% endblock %}
+{% block request_body %}
     """Return the JSON body (a dict) of a streamed chat-completions request.
 
     - Always: "model", "messages", "stream": True, "stream_options": {"include_usage": True}
@@ -53,22 +27,13 @@ def request_body(
       * "name" only when it is not "".
     """
     raise NotImplementedError("request_body: see its docstring and section 4 of `course show ag01`.")
-
-
-class OpenAIProvider:
-    """Streams chat completions over HTTP with the standard library's http.client."""
-
-    def __init__(self, config: Config) -> None:
+{% endblock %}
+{% block OpenAIProvider__init__ %}
         """Raise ValueError when config.base_url is not an http or https URL with a host."""
         self._config = config
         # you may prepare more here, e.g. the host, port and path taken from config.base_url
-
-    def chat_stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolDef] = (),
-        options: CallOptions | None = None,
-    ) -> DeltaStream:
+{% endblock %}
+{% block OpenAIProvider_chat_stream %}
         """Send the request, then return the stream of deltas.
 
         Before returning (so these are raised to the caller):
@@ -99,3 +64,4 @@ class OpenAIProvider:
         Tip: response.read(n) waits for n bytes; response.read1(n) returns what has arrived.
         """
         raise NotImplementedError("OpenAIProvider.chat_stream: see its docstring and `course show ag01`.")
+{% endblock %}

@@ -1,43 +1,17 @@
+{#- What the learner receives in place of each region of the reference
+    (reference/python/ag01/agent/provider/retry.py, between `# course: begin NAME` and `# course: end NAME`);
+    everything else comes from the reference as it is (course.regions). -#}
+{% block docstring %}
 """Retrying a provider, but only while retrying cannot duplicate what the caller already has.
 
 The RetryPolicy fields are given; `delay`, `retryable`, `with_retry` and
 `RetryingProvider.chat_stream` are yours (section 2.3 of `course show ag01`).
 The imports below are the ones the reference solution uses; add or drop any.
 """
-
-from __future__ import annotations
-
-import http.client
-import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-
-from agent.provider.errors import APIError, StreamCutError, StreamError
-from agent.types import (
-    CallOptions,
-    Delta,
-    DeltaStream,
-    DoneDelta,
-    ErrorDelta,
-    Message,
-    Provider,
-    ToolDef,
-    is_content,
-)
-
-
-@dataclass
-class RetryPolicy:
-    """How often and how patiently to retry. Times are in seconds."""
-
-    max_attempts: int = 3  # counts the first attempt
-    initial: float = 0.5
-    max: float = 30.0
-    multiplier: float = 2.0
-    max_retry_after: float = 60.0  # a server asking for a longer wait than this is not retried
-    sleep: Callable[[float], None] = time.sleep
-
-    def delay(self, n: int, error: BaseException | None = None) -> float:
+{% endblock %}
+{% block retryable_statuses %}
+{% endblock %}
+{% block RetryPolicy_delay %}
         """Return the wait, in seconds, after failure number `n` (n == 1 after the first failure).
 
         When `error` is an APIError whose retry_after is not None, return retry_after, even
@@ -46,9 +20,8 @@ class RetryPolicy:
         defaults.
         """
         raise NotImplementedError("RetryPolicy.delay: see section 2.3 of `course show ag01`.")
-
-
-def retryable(error: BaseException) -> bool:
+{% endblock %}
+{% block retryable %}
     """Return True when the same request could succeed if sent again.
 
     True for: APIError with status 408, 429, 500, 502, 503 or 504; StreamCutError; StreamError
@@ -58,26 +31,15 @@ def retryable(error: BaseException) -> bool:
     JSON), any other exception.
     """
     raise NotImplementedError("retryable: see the table in section 2.3 of `course show ag01`.")
-
-
-def with_retry(provider: Provider, policy: RetryPolicy | None = None) -> RetryingProvider:
+{% endblock %}
+{% block with_retry %}
     """Return RetryingProvider(provider, policy), with RetryPolicy() when policy is None."""
     raise NotImplementedError("with_retry: see section 2.3 of `course show ag01`.")
-
-
-class RetryingProvider:
+{% endblock %}
+{% block RetryingProvider %}
     """A Provider that retries another one up to the commitment boundary: the first content delta."""
-
-    def __init__(self, provider: Provider, policy: RetryPolicy) -> None:
-        self._provider = provider
-        self._policy = policy
-
-    def chat_stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolDef] = (),
-        options: CallOptions | None = None,
-    ) -> DeltaStream:
+{% endblock %}
+{% block RetryingProvider_chat_stream %}
         """Call the inner provider, retrying failures that happen before the first content delta.
 
         A failure may be retried when retryable(error) says so, attempts are left (max_attempts
@@ -99,3 +61,4 @@ class RetryingProvider:
         an ErrorDelta in the returned stream.
         """
         raise NotImplementedError("RetryingProvider.chat_stream: see section 2.3 of `course show ag01`.")
+{% endblock %}

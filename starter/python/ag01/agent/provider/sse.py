@@ -1,57 +1,21 @@
+{#- What the learner receives in place of each region of the reference
+    (reference/python/ag01/agent/provider/sse.py, between `# course: begin NAME` and `# course: end NAME`);
+    everything else comes from the reference as it is (course.regions). -#}
+{% block docstring %}
 """Server-sent events: the bytes of a streamed answer turned into events, and events into deltas.
 
 `Event` is given; `EventReader` and `Decoder` are yours. Section 2.2 of `course show ag01` lists
 the rules, section 3 walks through two streams by hand.
 The imports below are the ones the reference solution uses; add or drop any.
 """
-
-from __future__ import annotations
-
-import codecs
-import json
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Protocol
-
-from agent.provider.errors import ProviderError, StreamError
-from agent.types import (
-    Delta,
-    DoneDelta,
-    ErrorDelta,
-    TextDelta,
-    ToolCall,
-    ToolCallArgsDelta,
-    ToolCallEndDelta,
-    ToolCallStartDelta,
-    UsageDelta,
-)
-
-
-class BinaryReader(Protocol):
-    """Anything with read(n) returning up to n bytes, and b"" at the end."""
-
-    def read(self, n: int, /) -> bytes: ...
-
-
-@dataclass(slots=True)
-class Event:
-    """One server-sent event. Not frozen: a frozen dataclass costs three times as much to make, and
-    a stream makes one per event. `id` is the last event id seen so far, as the spec defines it."""
-
-    data: str
-    event: str = "message"
-    id: str = ""
-
-
-class EventReader:
+{% endblock %}
+{% block EventReader %}
     """Iterates over the events of a text/event-stream body (WHATWG HTML, "server-sent events")."""
-
-    def __init__(self, stream: BinaryReader, read_size: int = 65536) -> None:
-        self._stream = stream
-        self._read_size = read_size
+{% endblock %}
+{% block EventReader__init__ %}
         # add the state you need here, or keep it in local variables of a generator
-
-    def __iter__(self) -> Iterator[Event]:
+{% endblock %}
+{% block EventReader__iter__ %}
         """Yield the events of the stream, in order, reading it with self._stream.read(self._read_size).
 
         A generator method (a `def` with `yield`) is the simplest way. Its state must survive
@@ -77,17 +41,16 @@ class EventReader:
           line ends; never rebuild a growing buffer with buf = buf + chunk.
         """
         raise NotImplementedError("EventReader: see its docstring and section 2.2 of `course show ag01`.")
-
-
-class Decoder:
+{% endblock %}
+{% block Decoder %}
     """Turns the data of each chat-completions stream event into deltas."""
-
-    def __init__(self) -> None:
+{% endblock %}
+{% block Decoder__init__ %}
         """Set up your state: the tool calls still open, keyed by their index (each with its id,
         name and argument fragments so far), and the finish_reason seen so far ("")."""
         raise NotImplementedError("Decoder: choose its state. See section 3 of `course show ag01`.")
-
-    def decode(self, data: str) -> tuple[list[Delta], bool]:
+{% endblock %}
+{% block Decoder_decode %}
         """Return the deltas of one event's data, and True when the stream is finished.
 
         - "[DONE]": close every open call (below), then DoneDelta(the finish_reason seen so far,
@@ -117,3 +80,4 @@ class Decoder:
           came; afterwards no call is open.
         """
         raise NotImplementedError("Decoder.decode: see its docstring and section 3 of `course show ag01`.")
+{% endblock %}

@@ -1,49 +1,27 @@
+{#- What the learner receives in place of each region of the reference
+    (reference/python/ag02/agent/responses/assembly.py, between `# course: begin NAME` and `# course: end NAME`);
+    everything else comes from the reference as it is (course.regions). -#}
+{% block module %}
 """Native Responses events folded into one assistant decision, released only at validated completion.
 
 `ResponseAssembly.accept` is yours (sections 2.2 to 2.4 and 3 of `course show ag02`); the limits,
 PendingCall and the helpers' names are suggestions. The imports are the ones the reference solution
 uses; add or drop any.
 """
-
-from __future__ import annotations
-
-import json
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
-
-from agent.responses.types import Message, Payload, Report, ResponseFailure, ToolCall, ToolSpec
-
-MAX_PREVIEW_CHARS = 64_000  # text and refusal characters shown while streaming, all deltas together
-MAX_PENDING_CALLS = 8  # function-call items one response may open
-MAX_ARGUMENT_CHARS = 16_000  # characters buffered for one call's arguments
-
-
-@dataclass
-class PendingCall:
-    """A function call as streamed so far, under its item id."""
-
-    call_id: str
-    name: str
-    arguments: str
-
-
-class ResponseAssembly:
+{% endblock %}
+{% block module_2 %}
+{% endblock %}
+{% block ResponseAssembly %}
     """Accepts one response's events in order; `accept` returns a Message only at response.completed.
 
     Attributes the catalog reads: response_id (None until response.created), and pending, a dict of
     the function calls buffered so far by item id (empty again after any failure).
     """
-
-    def __init__(self, tools: Sequence[ToolSpec], report: Report) -> None:
-        self.tools = {tool.name: tool for tool in tools}
-        self.report = report
-        self.response_id: str | None = None
+{% endblock %}
+{% block ResponseAssembly___init__ %}
         self.pending: dict[str, PendingCall] = {}
-        self.preview_chars = 0
-        self.ended = False
-
-    def accept(self, event: Payload) -> Message | None:
+{% endblock %}
+{% block ResponseAssembly_accept %}
         """Fold one decoded event in: the validated decision at response.completed, else None.
 
         Every failure raises ResponseFailure(code, detail) with one of the codes below. After a
@@ -89,3 +67,4 @@ class ResponseAssembly:
         order with the parsed argument object, refusal=joined refusal text).
         """
         raise NotImplementedError("ResponseAssembly.accept: see sections 2.2 to 2.4 and 3 of `course show ag02`.")
+{% endblock %}

@@ -1,26 +1,16 @@
+{#- What the learner receives in place of each region of the reference
+    (reference/python/ag02/agent/responses/request.py, between `# course: begin NAME` and `# course: end NAME`);
+    everything else comes from the reference as it is (course.regions). -#}
+{% block module %}
 """The portable history and tool catalog, encoded as one Responses API request.
 
 `build_request` is yours (sections 2.1 and 4 of `course show ag02`). The imports are the ones the
 reference solution uses; add or drop any.
 """
-
-from __future__ import annotations
-
-import json
-from collections.abc import Sequence
-from typing import Any
-
-from agent.responses.types import Message, ToolSpec
-
-MAX_OUTPUT_TOKENS = 2048  # the budget each request allows the model to generate
-
-
-def build_request(
-    history: Sequence[Message],
-    tools: Sequence[ToolSpec],
-    model: str,
-    max_output_tokens: int = MAX_OUTPUT_TOKENS,
-) -> dict[str, Any]:
+{% endblock %}
+{% block module_2 %}
+{% endblock %}
+{% block build_request %}
     """Return one streaming Responses request that replays the whole history and stores nothing.
 
     The request has exactly these keys: model, input, tools, store (False), stream (True) and
@@ -43,3 +33,4 @@ def build_request(
     "additionalProperties": False}, "strict": True}.
     """
     raise NotImplementedError("build_request: see sections 2.1 and 4 of `course show ag02`.")
+{% endblock %}

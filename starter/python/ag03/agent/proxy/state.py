@@ -1,26 +1,10 @@
-"""The state of one upstream Responses stream, fed event by event, and what it amounts to at the end.
-
-Progress is not permission: an item's `.done` event, or a function call whose arguments look
-complete, executes nothing. Only `finish()`, after a terminal `response.completed`, hands out calls,
-and only calls whose arguments were closed by their own `response.function_call_arguments.done`.
+{#- What the learner receives in place of each region of the reference
+    (reference/python/ag03/agent/proxy/state.py, between `# course: begin NAME` and `# course: end NAME`);
+    everything else comes from the reference as it is (course.regions). -#}
+{% block module %}
 Anything the state does not understand ends the stream with FailClosed (see errors.py for its codes).
-"""
-
-from __future__ import annotations
-
-import json
-from dataclasses import dataclass, field
-from typing import Any
-
-from agent.proxy.errors import FailClosed
-
-MAX_PENDING_CALLS = 8  # function calls one response may open
-MAX_ARGUMENT_CHARS = 16_000  # per call, as streamed or as finally stated
-MAX_TEXT_CHARS = 64_000  # output text of one response
-
-
-@dataclass
-class FunctionCall:
+{% endblock %}
+{% block FunctionCall %}
     """One function call of a response, as the stream built it.
 
     ``fragments`` are the argument deltas in arrival order (``streamed`` joins them). ``arguments``
@@ -29,57 +13,28 @@ class FunctionCall:
     fragment lost or repeated on the way), the done event wins and ``corrected`` is True.
     """
 
-    item_id: str
-    output_index: int
-    call_id: str
-    name: str
+{% endblock %}
+{% block FunctionCall_2 %}
     fragments: list[str] = field(default_factory=list)
     streamed_chars: int = 0
     arguments: str | None = None
-
-    @property
-    def streamed(self) -> str:
-        return "".join(self.fragments)
-
-    @property
-    def corrected(self) -> bool:
-        """True when the .done event's arguments differ from the streamed deltas (they win)."""
-        return self.arguments is not None and self.arguments != self.streamed
-
-    def parsed_arguments(self) -> dict[str, Any]:
+{% endblock %}
+{% block FunctionCall_parsed_arguments %}
         """The final arguments as a JSON object; FailClosed("bad_arguments") when they are not one."""
-        try:
-            value = json.loads(self.arguments or "")
-        except ValueError:
-            raise FailClosed("bad_arguments", f"call {self.call_id}: arguments are not JSON") from None
-        if not isinstance(value, dict):
-            raise FailClosed("bad_arguments", f"call {self.call_id}: arguments are not a JSON object")
-        return value
-
-
-@dataclass
-class Turn:
+{% endblock %}
+{% block Turn %}
     """A complete upstream response: its metadata (id, model, created_at, status, usage as the
     completed response states them), its output text, and the calls it asks for in output order."""
-
-    id: str
-    model: str
-    created_at: int
-    text: str
-    calls: list[FunctionCall]
-    usage: dict[str, Any] | None = None
-    status: str = "completed"
-
-
-class StreamState:
-    """Feed it every event of one upstream response (`feed`), then ask what it amounts to (`finish`)."""
-
+{% endblock %}
+{% block module_2 %}
+{% endblock %}
+{% block StreamState %}
     def __init__(self) -> None:
         # Your state: the response that was created, the calls by item id, the text, the last
         # sequence number, the terminal response once it arrives. Section "Buffering by item".
         pass
-
-    def feed(self, event: dict[str, Any]) -> None:
+{% endblock %}
+{% block StreamState_feed %}
         """Take one event (a parsed JSON object with a "type"). Raise FailClosed as soon as the
         stream cannot be trusted:
 
@@ -103,8 +58,8 @@ class StreamState:
         - every other event type is progress: observe it, change nothing.
         """
         raise NotImplementedError("StreamState.feed: section 'Buffering by item'")
-
-    def finish(self) -> Turn:
+{% endblock %}
+{% block StreamState_finish %}
         """What the stream amounts to, once it ended. Raise FailClosed:
 
         - "missing_terminal" when response.completed never arrived, even if every call looks done;
@@ -118,3 +73,4 @@ class StreamState:
         by output_index.
         """
         raise NotImplementedError("StreamState.finish: section 'Progress is not permission'")
+{% endblock %}

@@ -1,0 +1,1 @@
+"""The synthetic chapter's package (given)."""

@@ -1,0 +1,182 @@
+"""The runner boundary, driven by a scripted adapter: no process, no pytest, no chapter content.
+
+What any language adapter can rely on: prepare's problem stops the run before a worker starts; a
+worker that dies in a test gets that test blamed and a fresh worker for the rest; a test past its
+deadline is stopped; cases already reported are skipped by the next worker; a Problem ends the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from course import runner
+from course.chapters import Track
+from course.check.results import Status
+from course.languages.protocol import (
+    CaseFinished,
+    CaseId,
+    CaseStarted,
+    Collected,
+    Ended,
+    Finished,
+    Prepared,
+    Problem,
+    RunRequest,
+    decode,
+    encode,
+)
+
+CASES = [CaseId("t::a", "a"), CaseId("t::b[1]", "b", "1"), CaseId("t::b[2]", "b", "2"), CaseId("t::c", "c")]
+
+
+class Hang:
+    """In a script: the worker says nothing more (the deadline must fire)."""
+
+
+@dataclass
+class ScriptedWorker:
+    events: list
+    ended: Ended
+    killed: bool = False
+
+    def next_event(self, deadline):  # noqa: ANN001, ANN201
+        if not self.events:
+            return None
+        event = self.events.pop(0)
+        if isinstance(event, Hang):
+            raise TimeoutError
+        return event
+
+    def kill(self) -> None:
+        self.killed = True
+
+    def close(self) -> Ended:
+        return self.ended
+
+
+@dataclass
+class ScriptedAdapter:
+    """Each start() plays the next script, given the cases not yet reported (the `skip` contract)."""
+
+    scripts: list
+    problem: str = ""
+    name: str = "scripted"
+    exit_call: str = "exit()"
+    skips: list = field(default_factory=list)
+
+    def prepare(self, request: RunRequest) -> Prepared:
+        return Prepared(problem=self.problem)
+
+    def start(self, request: RunRequest, prepared: Prepared, skip: frozenset[str]) -> ScriptedWorker:
+        self.skips.append(skip)
+        events, ended = self.scripts.pop(0)([c for c in CASES if c.key not in skip])
+        return ScriptedWorker(list(events), ended)
+
+
+def passing(cases: list[CaseId]) -> list:
+    return [event for c in cases for event in (CaseStarted(c.key), CaseFinished(c.key, Status.PASS))]
+
+
+def request(tmp_path: Path) -> RunRequest:
+    track = Track(chapter_id="none", language="scripted", files=())
+    return RunRequest(track=track, code_root=tmp_path, tests=("a", "b", "c"), timeout=0.1, build_dir=tmp_path)
+
+
+def statuses(outcome) -> list[tuple[str, str, str]]:  # noqa: ANN001
+    return [(c.entry, c.case, c.status.value) for c in outcome.cases]
+
+
+def test_a_clean_run_reports_every_case_in_order(tmp_path: Path) -> None:
+    adapter = ScriptedAdapter([lambda cases: ([Collected(tuple(cases)), *passing(cases), Finished()], Ended(0))])
+    outcome = runner.run(adapter, request(tmp_path))
+    assert statuses(outcome) == [("a", "", "pass"), ("b", "1", "pass"), ("b", "2", "pass"), ("c", "", "pass")]
+    assert outcome.problem == ""
+
+
+def test_a_prepare_problem_stops_the_run_before_any_worker(tmp_path: Path) -> None:
+    adapter = ScriptedAdapter([], problem="pkg/calc.py:3: syntax error: invalid syntax")
+    outcome = runner.run(adapter, request(tmp_path))
+    assert outcome.problem == "pkg/calc.py:3: syntax error: invalid syntax" and outcome.cases == []
+    assert adapter.skips == [], "no worker may start when the code does not build"
+
+
+def test_a_worker_dying_in_a_test_blames_it_and_a_fresh_worker_runs_the_rest(tmp_path: Path) -> None:
+    def dies_in_b1(cases: list[CaseId]):  # noqa: ANN202
+        return [Collected(tuple(cases)), *passing(cases[:1]), CaseStarted(cases[1].key)], Ended(3, "boom\nlast words")
+
+    def the_rest(cases: list[CaseId]):  # noqa: ANN202
+        return [Collected(tuple(cases)), *passing(cases), Finished()], Ended(0)
+
+    adapter = ScriptedAdapter([dies_in_b1, the_rest])
+    outcome = runner.run(adapter, request(tmp_path))
+    assert statuses(outcome) == [("a", "", "pass"), ("b", "1", "error"), ("b", "2", "pass"), ("c", "", "pass")]
+    assert outcome.cases[1].message == ("the test process exited with code 3 (exit() or a crash in the code "
+                                        "under test) during this test: last words")
+    assert adapter.skips == [frozenset(), frozenset({"t::a", "t::b[1]"})]
+
+
+def test_a_signal_death_names_the_signal(tmp_path: Path) -> None:
+    def killed(cases: list[CaseId]):  # noqa: ANN202
+        return [Collected(tuple(cases)), CaseStarted(cases[0].key)], Ended(-9)
+
+    def the_rest(cases: list[CaseId]):  # noqa: ANN202
+        return [Collected(tuple(cases)), *passing(cases), Finished()], Ended(0)
+
+    outcome = runner.run(ScriptedAdapter([killed, the_rest]), request(tmp_path))
+    assert outcome.cases[0].message == "the test process was killed by SIGKILL during this test"
+
+
+def test_a_test_past_its_deadline_is_stopped_and_the_rest_run(tmp_path: Path) -> None:
+    def hangs_in_c(cases: list[CaseId]):  # noqa: ANN202
+        return [Collected(tuple(cases)), *passing(cases[:3]), CaseStarted(cases[3].key), Hang()], Ended(-9)
+
+    outcome = runner.run(ScriptedAdapter([hangs_in_c]), request(tmp_path))
+    assert statuses(outcome)[-1] == ("c", "", "timeout")
+    assert "did not finish within" in outcome.cases[-1].message and "--timeout" in outcome.cases[-1].message
+
+
+def test_a_problem_event_ends_the_run_with_its_message(tmp_path: Path) -> None:
+    adapter = ScriptedAdapter([lambda cases: ([Problem("importing pkg.calc failed: ValueError: no")], Ended(0))])
+    outcome = runner.run(adapter, request(tmp_path))
+    assert outcome.problem == "importing pkg.calc failed: ValueError: no" and outcome.cases == []
+
+
+def test_a_worker_that_ends_outside_any_test_is_restarted_while_it_makes_progress(tmp_path: Path) -> None:
+    def one_then_gone(cases: list[CaseId]):  # noqa: ANN202
+        return [Collected(tuple(cases)), *passing(cases[:1])], Ended(1, "Fatal")
+
+    def nothing(cases: list[CaseId]):  # noqa: ANN202
+        return [Collected(tuple(cases))], Ended(1, "Fatal again")
+
+    adapter = ScriptedAdapter([one_then_gone, nothing])
+    outcome = runner.run(adapter, request(tmp_path))
+    assert statuses(outcome) == [("a", "", "pass")]
+    assert outcome.problem == "the test process ended outside any test: Fatal again"
+
+
+def test_the_catalog_gets_fixtures_and_a_scratch_folder_through_the_environment(tmp_path: Path) -> None:
+    seen = {}
+
+    @dataclass
+    class Recording(ScriptedAdapter):
+        def prepare(self, request: RunRequest) -> Prepared:
+            seen.update(request.env)
+            assert Path(request.env["COURSE_SCRATCH"]).is_dir(), "the scratch folder exists during the run"
+            return Prepared()
+
+    adapter = Recording([lambda cases: ([Collected(tuple(cases)), *passing(cases), Finished()], Ended(0))])
+    runner.run(adapter, request(tmp_path))
+    assert seen["COURSE_FIXTURES"].endswith("fixtures/none")
+    assert not Path(seen["COURSE_SCRATCH"]).exists(), "the scratch folder is removed after the run"
+
+
+@pytest.mark.parametrize("event", [
+    Collected((CaseId("k", "e", "c"),)), CaseStarted("k"), Problem("p"), Finished(),
+    CaseFinished("k", Status.FAIL, message="m", where="f.py:1", test_line="t.py:2", details="d", output="o",
+                 duration=0.5, failed_at="t.py:2 AssertionError"),
+])
+def test_events_cross_a_pipe_unchanged(event) -> None:  # noqa: ANN001
+    assert decode(encode(event)) == event
