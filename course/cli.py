@@ -890,13 +890,18 @@ def grade(roster: Path | None, chapter: Any, results_dir: Path | None, csv_path:
 
 
 def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt  # SIGTERM cleans up like Ctrl-C: no test process is left running
+    raise KeyboardInterrupt  # SIGTERM and SIGHUP clean up like Ctrl-C: no test process is left running
 
 
 def main() -> None:
     import signal
 
+    from course import rundir
+
     signal.signal(signal.SIGTERM, _interrupt)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, _interrupt)  # the terminal closed
+    rundir.enter()
     try:
         sys.exit(cli.main(standalone_mode=False, prog_name="course") or 0)
     except click.ClickException as exc:
@@ -914,3 +919,18 @@ def main() -> None:
     except CourseError as exc:
         exc.show()
         sys.exit(exc.exit_code)
+    except Exception as exc:  # noqa: BLE001 - a bug of the harness: say so, never "interrupted"
+        from course import processes
+        from course.errors import InternalError
+
+        processes.kill_all()
+        if os.environ.get("COURSE_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        InternalError(f"{type(exc).__name__}: {exc}").show()
+        sys.exit(InternalError.exit_code)
+    finally:
+        from course import processes
+
+        processes.kill_all()

@@ -12,11 +12,14 @@
     ├── Refused                 exit 1   not yet (`diff` before the chapter passes)
     ├── BaselineFailed          exit 1   the catalog fails on the reference, so no mutant can be judged
     ├── StaleMutant             exit 1   a documented mutant no longer applies to the reference
+    ├── CodeProblem             exit 1   the learner's code cannot run (`course run`: a syntax error, a timeout)
+    ├── InternalError           exit 3   the harness itself failed (a helper process died): a bug to report
     └── Stopped                 exit 130 the harness is shutting down: no new child process may start
 
 Each shows itself as one line on stderr, `course: <message>`, then its detail lines if any: the
 same for every command, so no command prints a traceback for a mistake the user can fix.
-Exit codes: 0 success, 1 a verdict against the code, 2 a usage error, 130 interrupted.
+Exit codes: 0 success, 1 a verdict against the code, 2 a usage error, 3 an internal failure,
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -95,6 +98,12 @@ class InternalError(CourseError):
     """The harness itself failed (not the learner's code, not an interrupt): exit 3."""
 
     exit_code = 3
+
+    def show(self, file: TextIO | None = None) -> None:
+        out = file or sys.stderr
+        out.write(f"course: internal error: {self.message}\n"
+                  "(a failure of the harness, not of your code; please report it with the command you ran)\n")
+        out.flush()
 
 
 class BaselineFailed(CourseError):

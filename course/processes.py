@@ -47,6 +47,39 @@ def kill(pid: int) -> None:
             return
 
 
+def die_with_parent(parent: int) -> None:
+    """Make this process end when `parent` (the process that started it) ends, however it ends:
+    SIGKILL, a closed terminal, a crash. On Linux the kernel sends SIGKILL (PR_SET_PDEATHSIG);
+    elsewhere a small thread watches the parent id. Then the parent is checked once more, in case
+    it was already gone before the request took effect."""
+    if not _request_death_signal():
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _request_death_signal() -> bool:
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(1, signal.SIGKILL, 0, 0, 0) == 0  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
+
+
 def kill_all() -> None:
     _stopping.set()
     with _lock:
@@ -63,7 +96,9 @@ def run_bounded(command: list[str], *, cwd, env: dict[str, str], timeout: float,
     from course.errors import CodeProblem
 
     admit()
-    child = subprocess.Popen(command, cwd=cwd, env=env, start_new_session=True)
+    parent = os.getpid()
+    child = subprocess.Popen(command, cwd=cwd, env=env, start_new_session=True,
+                             preexec_fn=lambda: die_with_parent(parent))
     register(child.pid)
     try:
         return child.wait(timeout)

@@ -1,7 +1,7 @@
 """The course fake model: an OpenAI-compatible server on the loopback interface, strict like the real API.
 
-It serves ``POST {base_url}/chat/completions`` (``base_url`` is ``http://127.0.0.1:PORT/v1``), streamed or
-not, and ``GET {base_url}/models``; it validates every request against the course's contract
+It serves ``POST {base_url}/chat/completions`` and ``POST {base_url}/responses`` (``base_url`` is
+``http://127.0.0.1:PORT/v1``), streamed or not, and ``GET {base_url}/models``; it validates every request against the course's contract
 (``fixtures/contracts/openai-subset.v1.yaml``) and the conversation rules, answering a bad request with
 the real API's status, error shape and wording; it records every request; tests script its replies
 and faults, or leave it to play "faketool" (see ``chat.py``).
@@ -27,6 +27,8 @@ The package, one job per file, along one line (wire -> app -> API module -> play
                    ``APIError`` into an error answer. ``API_MODULES`` lists the APIs served.
 * ``chat.py``      the chat-completions API: validation, faketool, a reply turned into chunks or a
                    completion object.
+* ``responses.py`` the Responses API: validation, faketool, a reply turned into Responses stream events
+                   or a response object; authored events (``EventsReply``) played as they are.
 * ``models.py``    ``GET /v1/models``.
 * ``control.py``   scripting over HTTP (``/_fake/...``).
 * ``contract.py``  the contract file, JSON Schema validation, the real API's error wording.
@@ -37,17 +39,15 @@ The package, one job per file, along one line (wire -> app -> API module -> play
 * ``errors.py``    the one place an error body is built.
 * ``server.py``    ``FakeModel`` (all of the above on a port) and ``serve`` for the CLI.
 
-The Responses API (``POST /v1/responses``) slots in as one more API module, ``responses.py``, beside
-``chat.py``: its own ``ROUTES``, request schema and stream-event schemas added to the contract file, its
-own reply kinds (or the ``Turn`` above rendered as Responses events) sent through ``playback.py``; then
-one entry in ``app.API_MODULES``. Nothing in the wire layer changes.
 """
 
 from __future__ import annotations
 
 from course.fake_model.chat import CREATED, PATH as CHAT_PATH
+from course.fake_model.responses import PATH as RESPONSES_PATH
 from course.fake_model.replies import (
     Delivery,
+    EventsReply,
     HTTPErrorReply,
     RawReply,
     Reply,
@@ -57,6 +57,7 @@ from course.fake_model.replies import (
     cut_mid_chunk,
     error_200,
     error_event,
+    events,
     from_json,
     http_error,
     no_done,
@@ -74,8 +75,8 @@ from course.fake_model.server import FakeModel, serve
 from course.fake_model.state import MODEL_NAME, RecordedRequest
 
 __all__ = [
-    "CHAT_PATH", "CREATED", "MODEL_NAME", "FakeModel", "RecordedRequest", "serve",
-    "Reply", "Delivery", "Turn", "ScriptedCall", "HTTPErrorReply", "SlowStream", "RawReply", "from_json", "script_from_json",
-    "text", "tool_call", "http_error", "error_200", "reset_after", "cut_mid_chunk", "truncated", "no_done", "error_event",
-    "stall", "slow_head", "slow", "raw",
+    "CHAT_PATH", "RESPONSES_PATH", "CREATED", "MODEL_NAME", "FakeModel", "RecordedRequest", "serve",
+    "Reply", "Delivery", "Turn", "ScriptedCall", "HTTPErrorReply", "SlowStream", "RawReply", "EventsReply", "from_json",
+    "script_from_json", "text", "tool_call", "http_error", "error_200", "reset_after", "cut_mid_chunk", "truncated", "no_done",
+    "error_event", "stall", "slow_head", "slow", "raw", "events",
 ]

@@ -14,13 +14,13 @@ import traceback
 from types import ModuleType
 from typing import Callable, Iterable
 
-from course.fake_model import chat, control, models
+from course.fake_model import chat, control, models, responses
 from course.fake_model.errors import APIError, error_body
 from course.fake_model.state import RecordedRequest, State
 from course.fake_model.wire import Request, Responder
 
-#: The API modules served. A new API (the Responses API, say) is one more module with ROUTES, added here.
-API_MODULES: tuple[ModuleType, ...] = (chat, models)
+#: The API modules served. A new API is one more module with ROUTES, added here.
+API_MODULES: tuple[ModuleType, ...] = (chat, responses, models)
 
 
 class App:

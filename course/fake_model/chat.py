@@ -19,7 +19,7 @@ from typing import Any
 
 from course.fake_model import contract, conversation, playback
 from course.fake_model.errors import APIError, error_object
-from course.fake_model.replies import HTTPErrorReply, RawReply, Reply, ScriptedCall, SlowStream, Turn
+from course.fake_model.replies import Reply, ScriptedCall, SlowStream, Turn
 from course.fake_model.state import MODEL_NAME, State
 from course.fake_model.wire import Request, Responder
 
@@ -41,13 +41,9 @@ ROUTES = {("POST", PATH): create}
 
 def play(reply: Reply, answer: _Answer, responder: Responder, state: State) -> None:
     """Send one scripted reply as the answer to a chat-completions request."""
-    if isinstance(reply, HTTPErrorReply):
-        headers = (("Retry-After", reply.retry_after),) if reply.retry_after is not None else ()
-        playback.send_body(responder, reply.status, _json(reply.body()), "application/json", reply.delivery, headers=headers)
-    elif isinstance(reply, RawReply):
-        headers = (("Content-Type", reply.content_type), ("Cache-Control", "no-cache"))
-        playback.send_stream(responder, [reply.body], reply.delivery, ending="eof", status=reply.status, headers=headers)
-    elif isinstance(reply, SlowStream):
+    if playback.send_any_api(reply, responder):
+        return
+    if isinstance(reply, SlowStream):
         _only_streamed(answer, "slow")
         _slow(reply, answer, responder)
     elif isinstance(reply, Turn):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Iterator
 
-from course.fake_model.replies import Delivery
+from course.fake_model.replies import Delivery, HTTPErrorReply, RawReply, Reply
 from course.fake_model.wire import Responder
 
 SSE_HEADERS = (("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache"))
@@ -25,6 +25,21 @@ def sse_event(data: str, event: str | None = None) -> bytes:
 def compact(obj: Any) -> str:
     """JSON the way the real API writes stream events: no spaces, non-ASCII kept."""
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def send_any_api(reply: Reply, responder: Responder) -> bool:
+    """Send a reply whose bytes are the same whatever API was asked (an HTTP error, raw bytes); False
+    for a reply the API module must render itself."""
+    if isinstance(reply, HTTPErrorReply):
+        headers = (("Retry-After", reply.retry_after),) if reply.retry_after is not None else ()
+        body = json.dumps(reply.body()).encode("utf-8")
+        send_body(responder, reply.status, body, "application/json", reply.delivery, headers=headers)
+        return True
+    if isinstance(reply, RawReply):
+        headers = (("Content-Type", reply.content_type), ("Cache-Control", "no-cache"))
+        send_stream(responder, [reply.body], reply.delivery, ending="eof", status=reply.status, headers=headers)
+        return True
+    return False
 
 
 def send_body(responder: Responder, status: int, body: bytes, content_type: str, delivery: Delivery, *,

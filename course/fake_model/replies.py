@@ -5,7 +5,7 @@ in any language can script the fake model over HTTP (``POST /_fake/script``) or 
 (``course fake-model --script FILE``) as well as Python tests by import. Replies never touch the server:
 an API module (``chat.py``) turns them into bytes and ``playback.py`` sends those bytes.
 
-JSON form: an object with ``"kind"`` (``turn``, ``http_error``, ``raw``, ``slow``) and the fields of the
+JSON form: an object with ``"kind"`` (``turn``, ``http_error``, ``raw``, ``slow``, ``events``) and the fields of the
 matching class below, plus the :class:`Delivery` fields at the top level; lists stand for tuples, and a
 raw body is ``"body"`` (text) or ``"body_base64"``. Example::
 
@@ -178,6 +178,28 @@ class RawReply(Reply):
     delivery: Delivery = NO_DELAY
 
 
+@dataclass(frozen=True)
+class EventsReply(Reply):
+    """Authored stream events played as they are (the Responses API's, e.g. a sequence of fixtures/ag02).
+
+    Each event is sent as ``event: <its type>`` and ``data: <its JSON>``; ``ending`` says what follows the
+    last one: ``"eof"`` (or ``"done"``) a clean end, ``"reset"`` a TCP reset, ``"cut_mid_chunk"`` and
+    ``"truncate"`` the last event cut in half. A non-streaming request gets the response object of the last
+    lifecycle event that carries one as a whole answer.
+    """
+
+    kind: ClassVar[str] = "events"
+    events: tuple[dict[str, Any], ...] = ()
+    ending: Ending = "eof"
+    delivery: Delivery = NO_DELAY
+
+    def __post_init__(self) -> None:
+        if self.ending not in ENDINGS or self.ending == "error":
+            raise ValueError(f"an events reply ends with eof, done, reset, cut_mid_chunk or truncate; got {self.ending!r}")
+        if not all(isinstance(e, dict) and isinstance(e.get("type"), str) for e in self.events):
+            raise ValueError("each event is a JSON object with a string 'type'")
+
+
 # ---- factories ---------------------------------------------------------------------------------------
 
 
@@ -263,6 +285,11 @@ def slow(interval: float = 0.02, duration: float = 3.0) -> SlowStream:
     return SlowStream(interval, duration)
 
 
+def events(*events: dict[str, Any], ending: Ending = "eof") -> EventsReply:
+    """These stream events exactly, then ``ending`` (see :class:`EventsReply`)."""
+    return EventsReply(tuple(events), ending)
+
+
 def raw(body: bytes | str, *, status: int = 200, content_type: str = "text/event-stream; charset=utf-8", piece: int = 0) -> RawReply:
     """Exactly these body bytes (a str is UTF-8 encoded), HTTP-framed correctly, ``piece`` bytes per write."""
     data = body.encode("utf-8") if isinstance(body, str) else bytes(body)
@@ -285,7 +312,7 @@ _DEFAULT_MESSAGES = {
 
 # ---- JSON form -------------------------------------------------------------------------------------------
 
-_KINDS: dict[str, type[Reply]] = {cls.kind: cls for cls in (Turn, HTTPErrorReply, SlowStream, RawReply)}
+_KINDS: dict[str, type[Reply]] = {cls.kind: cls for cls in (Turn, HTTPErrorReply, SlowStream, RawReply, EventsReply)}
 
 
 def _plain(value: Any) -> Any:
@@ -333,6 +360,8 @@ def _field_value(cls: type[Reply], key: str, value: Any) -> Any:
         if not isinstance(value, str):
             raise ValueError("a raw reply's 'body' is text; use 'body_base64' for bytes")
         return value.encode("utf-8")
+    if cls is EventsReply and key == "events":
+        return tuple(_list(key, value))
     if cls is Turn and key == "calls":
         return tuple(_call_from_json(c) for c in _list(key, value))
     if cls is Turn and key == "text":
@@ -412,7 +441,7 @@ def script_from_json(obj: Any) -> list[Reply]:
 
 
 __all__ = [
-    "Delivery", "Reply", "ScriptedCall", "Turn", "HTTPErrorReply", "SlowStream", "RawReply", "ENDINGS",
+    "Delivery", "Reply", "ScriptedCall", "Turn", "HTTPErrorReply", "SlowStream", "RawReply", "EventsReply", "ENDINGS",
     "text", "tool_call", "http_error", "error_200", "reset_after", "cut_mid_chunk", "truncated", "no_done",
-    "error_event", "stall", "slow_head", "slow", "raw", "from_json", "script_from_json",
+    "error_event", "stall", "slow_head", "slow", "raw", "events", "from_json", "script_from_json",
 ]

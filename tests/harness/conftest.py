@@ -6,6 +6,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +40,42 @@ def learner(tmp_path: Path) -> Path:
     root.mkdir()
     (root / ".git").mkdir()  # a learner's repository
     return root
+
+
+@pytest.fixture
+def fm():  # noqa: ANN201
+    """A course fake model on 127.0.0.1, stopped after the test."""
+    from course import fake_model
+
+    with fake_model.FakeModel() as server:
+        yield server
+
+
+@pytest.fixture
+def sdk(fm):  # noqa: ANN001, ANN201
+    """The official openai SDK (the `test` extra) pointed at the fake model, with no retries of its own."""
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=fm.base_url, api_key="sk-test", max_retries=0, timeout=20)
+    yield client
+    client.close()
+
+
+@contextmanager
+def reference_package(chapter: str) -> Iterator[None]:
+    """A chapter's reference importable as `agent` inside the block (every chapter's package is named
+    `agent`); whatever `agent` modules were imported before are put back afterwards."""
+    saved = {name: mod for name, mod in sys.modules.items() if name == "agent" or name.startswith("agent.")}
+    for name in saved:
+        del sys.modules[name]
+    root = str(REPO / "reference" / "python" / chapter)
+    sys.path.insert(0, root)
+    try:
+        yield
+    finally:
+        sys.path.remove(root)
+        for name in [n for n in sys.modules if n == "agent" or n.startswith("agent.")]:
+            del sys.modules[name]
+        sys.modules.update(saved)
 
 
 def copy_reference(chapter: str, into: Path) -> None:
@@ -78,3 +116,31 @@ def syn(course, content: Path):  # noqa: ANN001, ANN201
 def syn_reference(content: Path, into: Path) -> None:
     shutil.copytree(content / "reference" / "python" / SYN, into, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def start_in_process(content: Path, learner: Path) -> None:
+    """`course start syn` in the learner's repository, run in this process (click's CliRunner): a
+    test that needs a started chapter need not pay for a second interpreter to get one."""
+    from click.testing import CliRunner
+
+    from course import chapters
+    from course import content as course_content
+    from course.cli import cli
+
+    def forget() -> None:
+        course_content.root.cache_clear()
+        chapters.load_all.cache_clear()
+
+    forget()
+    try:
+        result = CliRunner().invoke(cli, ["start", SYN, "--dir", str(learner)], env={"COURSE_CONTENT": str(content)})
+    finally:
+        forget()
+    assert result.exit_code == 0, result.output
+
+
+@pytest.fixture
+def started(content: Path, learner: Path) -> Path:
+    """The learner's repository with the synthetic chapter started."""
+    start_in_process(content, learner)
+    return learner

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import SYN, SYN_CATALOG, copy_reference, syn_reference
+from conftest import SYN, SYN_CATALOG, copy_reference, start_in_process, syn_reference
 from test_learner_loop import verdict_lines
 
 
 def started_with_reference(syn, learner: Path, content: Path) -> Path:  # noqa: ANN001
-    assert syn("start", SYN, cwd=learner).code == 0
+    start_in_process(content, learner)
     syn_reference(content, learner)
     return learner / "pkg" / "calc.py"
 
@@ -89,8 +89,8 @@ def test_sys_exit_in_learner_code_is_an_error_not_a_crash(syn, learner: Path, co
     assert "Traceback" not in ran.err
 
 
-def test_bad_options_are_usage_errors(syn, learner: Path) -> None:
-    assert syn("start", SYN, cwd=learner).code == 0
+def test_bad_options_are_usage_errors(syn, learner: Path, content: Path) -> None:
+    start_in_process(content, learner)
     ran = syn("check", "--timeout", "-3", cwd=learner)
     assert ran.code == 2 and "Traceback" not in ran.err
 
@@ -110,8 +110,8 @@ def test_check_runs_from_the_learners_agent_folder_whose_types_py_shadows_the_st
     assert "Traceback" not in ran.stderr
 
 
-def test_a_selection_that_matches_nothing_is_a_usage_error(syn, learner: Path) -> None:
-    assert syn("start", SYN, cwd=learner).code == 0
+def test_a_selection_that_matches_nothing_is_a_usage_error(syn, learner: Path, content: Path) -> None:
+    start_in_process(content, learner)
     nothing = syn("check", "-k", "no_such_test", cwd=learner)
     assert nothing.code == 2 and "no catalog test matches -k 'no_such_test'" in nothing.err
     broken = syn("check", "-k", "bad(((", cwd=learner)
@@ -119,8 +119,8 @@ def test_a_selection_that_matches_nothing_is_a_usage_error(syn, learner: Path) -
     assert "PASS" not in nothing.out + broken.out and "FAIL" not in nothing.out + broken.out
 
 
-def test_a_report_path_in_a_missing_folder_is_refused_before_running(syn, learner: Path, tmp_path: Path) -> None:
-    assert syn("start", SYN, cwd=learner).code == 0
+def test_a_report_path_in_a_missing_folder_is_refused_before_running(syn, learner: Path, content: Path, tmp_path: Path) -> None:
+    start_in_process(content, learner)
     ran = syn("check", "--json", str(tmp_path / "nowhere" / "results.json"), cwd=learner)
     assert ran.code == 2 and "cannot write" in ran.err and "Traceback" not in ran.err
     assert "PASS" not in ran.out and "FAIL" not in ran.out, "it must refuse before running the tests"
@@ -196,8 +196,8 @@ def test_processes_started_by_tests_do_not_outlive_the_check(syn, learner: Path,
     assert not left, f"processes left running: {left}"
 
 
-def test_a_missing_learner_file_is_one_clear_error(syn, learner: Path) -> None:
-    assert syn("start", SYN, cwd=learner).code == 0
+def test_a_missing_learner_file_is_one_clear_error(syn, learner: Path, content: Path) -> None:
+    start_in_process(content, learner)
     (learner / "pkg" / "calc.py").unlink()
     ran = syn("check", cwd=learner)
     assert ran.code == 1 and "pkg/calc.py is missing" in ran.out and "course start" in ran.out, ran.out

@@ -78,7 +78,9 @@ def test_reset_moves_the_learners_file_to_a_backup_and_restores_the_stub(course,
     types = learner / "agent" / "types.py"
     stub = types.read_text()
     types.write_text("# an hour of my work\n")
-    ran = course("reset", "types.py", cwd=learner / "agent")
+    # from another folder of the repository (not agent/ itself: `python -m` would put its types.py
+    # before the standard library's; the installed `course` command has no such problem)
+    ran = course("reset", "../types.py", cwd=learner / "agent" / "provider")
     assert ran.code == 0, ran.err
     assert types.read_text() == stub
     backups = list((learner / ".course" / "backup").rglob("types.py"))

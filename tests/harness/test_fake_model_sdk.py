@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import importlib
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import reference_package
 from course import fake_model
 from course.fake_model import replies
 
@@ -27,32 +27,10 @@ TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": 
 
 
 @pytest.fixture
-def fm():
-    with fake_model.FakeModel() as server:
-        yield server
-
-
-@pytest.fixture
-def sdk(fm):
-    client = openai.OpenAI(base_url=fm.base_url, api_key="sk-test", max_retries=0, timeout=20)
-    yield client
-    client.close()
-
-
-@pytest.fixture
 def reference():
-    """The ag01 reference client, imported for this test only (its package is called `agent`, like every chapter's)."""
-    saved = {name: mod for name, mod in sys.modules.items() if name == "agent" or name.startswith("agent.")}
-    for name in saved:
-        del sys.modules[name]
-    sys.path.insert(0, str(REPO / "reference" / "python" / "ag01"))
-    try:
+    """The ag01 reference client, imported for this test only."""
+    with reference_package("ag01"):
         yield importlib.import_module("agent.provider.openai"), importlib.import_module("agent.types")
-    finally:
-        sys.path.remove(str(REPO / "reference" / "python" / "ag01"))
-        for name in [n for n in sys.modules if n == "agent" or n.startswith("agent.")]:
-            del sys.modules[name]
-        sys.modules.update(saved)
 
 
 def sdk_stream(sdk, **extra) -> tuple[str | None, list[tuple[str, str, str]], str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SYN, syn_reference
+from conftest import start_in_process, syn_reference
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
@@ -34,7 +34,7 @@ def compare(name: str, results: Path) -> None:
 ])
 def test_results_json_is_as_recorded(syn, content: Path, learner: Path, tmp_path: Path, name: str, code: int,
                                      change) -> None:  # noqa: ANN001
-    assert syn("start", SYN, cwd=learner).code == 0
+    start_in_process(content, learner)
     if change is not None:
         syn_reference(content, learner)
         calc = learner / "pkg" / "calc.py"

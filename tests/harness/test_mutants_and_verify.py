@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from conftest import REPO, SYN, syn_reference, tree_digest
+from conftest import REPO, SYN, start_in_process, syn_reference, tree_digest
 
 
 def manifest(root: Path) -> dict:
@@ -158,7 +158,7 @@ def test_one_documented_bug_gets_its_pitfall_named(syn, content: Path, learner: 
     chapter = load_folder(content / "chapters" / SYN)
     track = chapter.track("python")
     assert chapter.signatures_path.is_file(), "the synthetic chapter records its kill signatures"
-    assert syn("start", SYN, cwd=learner).code == 0
+    start_in_process(content, learner)
     syn_reference(content, learner)
     mutant = next(m for m in track.mutants if m.id == "m2")
     apply(mutant, learner)

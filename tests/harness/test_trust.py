@@ -93,3 +93,27 @@ def test_check_coverage_names_the_lines_no_test_ran(course, learner: Path, tmp_p
     (learner / "calc.py").write_text(REFERENCE)
     ran = course("check", "--coverage", cwd=learner, env=env)
     assert "coverage: the catalog ran every line and branch of your files" in ran.out, ran.out
+
+
+TWO_FAILING_CASES = """\
+import pytest
+
+
+@pytest.mark.parametrize("a", [1, 2])
+def test_sums(a):
+    assert calc.add(a, 1) == a + 1, f"add({a}, 1)"
+
+
+def test_later():
+    assert calc.double(2) == 4, "double(2)"
+"""
+
+
+def test_failing_cases_are_reported_and_the_run_goes_on(course, tmp_path: Path) -> None:
+    wrong_add = "def add(a, b):\n    return a - b\n\n\ndef double(a):\n    return 2 * a\n"
+    root = tiny_chapter(tmp_path / "content", tests=TWO_FAILING_CASES, reference=wrong_add)
+    ran = course("check", CHAPTER, "--reference", cwd=tmp_path, env={"COURSE_CONTENT": str(root)})
+    assert ran.code == 1, ran.out + ran.err
+    rows = [line.split()[:2] for line in ran.out.splitlines() if line.startswith("  ") and line.split()[:1] in (["PASS"], ["FAIL"], ["ERROR"])]
+    assert rows == [["FAIL", "test_sums"], ["PASS", "test_later"]], ran.out
+    assert "add(1, 1)" in ran.out and "Traceback" not in ran.err, ran.out + ran.err

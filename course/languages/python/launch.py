@@ -7,15 +7,19 @@ it hangs or dies is the shared runner's business (course.runner).
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing
 import multiprocessing.forkserver
+import multiprocessing.util
 import os
+import shutil
 import tempfile
 import threading
 import time
 from typing import Any
 
-from course import processes
+from course import processes, rundir
+from course.errors import InternalError
 from course.languages.protocol import Ended, Event, decode
 
 
@@ -48,6 +52,8 @@ def _context():  # noqa: ANN202
         if _forkserver is None:
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(PRELOAD)
+            with rundir.outside():  # the server's socket path must stay short
+                multiprocessing.util.get_temp_dir()
             _start_in_empty_folder(multiprocessing.forkserver.ensure_running)
             _forkserver = context
     return _forkserver
@@ -55,15 +61,24 @@ def _context():  # noqa: ANN202
 
 def _start_in_empty_folder(start) -> None:  # noqa: ANN001
     """The fork server starts as `python -c ...`, which puts the current folder first on sys.path:
-    started in a learner's agent/ folder, their types.py would shadow the standard library's.
-    So it starts in an empty folder (the workers then move to the code under test)."""
+    started in a learner's agent/ folder, their types.py would shadow the standard library's. So it
+    starts in an empty folder, with PYTHONSAFEPATH set where the Python reads it (3.11+). The folder
+    outlives the server (removed when the harness exits): Python 3.13.0 cannot even import socket
+    in a working folder that was deleted."""
     here = os.getcwd()
-    with tempfile.TemporaryDirectory(prefix="course-start-") as empty:
-        os.chdir(empty)
-        try:
-            start()
-        finally:
-            os.chdir(here)
+    empty = tempfile.mkdtemp(prefix="course-helpers-")
+    atexit.register(shutil.rmtree, empty, True)
+    safe_path = os.environ.get("PYTHONSAFEPATH")
+    os.environ["PYTHONSAFEPATH"] = "1"
+    os.chdir(empty)
+    try:
+        start()
+    finally:
+        os.chdir(here)
+        if safe_path is None:
+            os.environ.pop("PYTHONSAFEPATH", None)
+        else:
+            os.environ["PYTHONSAFEPATH"] = safe_path
 
 
 class Worker:
@@ -89,6 +104,10 @@ class Worker:
         try:
             self.process.start()
             processes.register(self.process.pid)
+        except (EOFError, ConnectionError) as exc:  # the fork server is gone: the harness's failure
+            processes.admit()  # an interrupt that killed it is an interrupt, not an internal error
+            raise InternalError(f"a test process could not be started: the fork server ended "
+                                f"({type(exc).__name__}: {exc})") from exc
         finally:
             sender.close()  # the worker holds the only write end: its death is our end of stream
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from course import content
+from course import content, processes
 from course.check.results import Status
 from course.languages.protocol import CaseFinished, CaseId, CaseStarted, Collected, Event, Finished, Problem, encode
 
@@ -247,6 +247,7 @@ UNUSED_PLUGINS = ("cacheprovider", "terminal", "pastebin", "logging", "warnings"
 
 def run(spec: dict[str, Any], channel: Connection) -> None:
     """Run the catalog in this (freshly forked) process, reporting on `channel`."""
+    processes.die_with_parent(os.getppid())  # the harness killed by SIGKILL or a closed terminal: end too
     os.setsid()  # its own process group: the supervisor's kill reaches whatever a test spawns
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked harness's handler is not ours
     signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -37,6 +37,24 @@ def tool_call(call_id: str, order_id: str = "o-1") -> dict:
     return chosen
 
 
+def answer(text: str) -> dict:
+    """The answer sample with its text replaced."""
+    chosen = sample("answer_o1")
+    chosen["body"]["output"][0]["content"][0]["text"] = text
+    return chosen
+
+
+def batch(*calls: tuple[str, str]) -> dict:
+    """One reply holding a function_call for each (call_id, order_id), in that order."""
+    chosen = sample("two_calls")
+    template = chosen["body"]["output"][0]
+    chosen["body"]["output"] = [
+        {**template, "id": "fc_" + call_id, "call_id": call_id, "arguments": json.dumps({"order_id": order_id})}
+        for call_id, order_id in calls
+    ]
+    return chosen
+
+
 def base_request() -> dict:
     """A request written out by hand, so that loop tests do not depend on build_request."""
     return {

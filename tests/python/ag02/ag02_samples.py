@@ -98,6 +98,10 @@ def replay(name: str, **kw: Any) -> ReplayStream:
     return ReplayStream(seq["events"], seq.get("end", "eof"), **kw)
 
 
+class ScriptExhausted(AssertionError):
+    """The adapter asked for another response than the scripted ones."""
+
+
 class Script:
     """Stands in for the transport: each opening attempt meets the next scripted entry.
 
@@ -112,8 +116,8 @@ class Script:
     async def __call__(self, request: dict[str, Any]) -> ReplayStream:
         self.requests.append(copy.deepcopy(request))
         attempt = len(self.requests)
-        assert attempt <= len(self.entries), (
-            f"opening attempt {attempt} was made, but only {len(self.entries)} were scripted")
+        if attempt > len(self.entries):
+            raise ScriptExhausted(f"opening attempt {attempt} was made, but only {len(self.entries)} were scripted")
         entry = self.entries[attempt - 1]
         self.log.append(f"open {attempt}")
         if isinstance(entry, BaseException):

@@ -76,7 +76,7 @@ async def _offline(name: str, spec: dict, files: dict[str, str], question: str) 
     answer: Message | None = None
     try:
         answer = await samples.run_loop(adapter.complete, history, samples.tools(), execute)
-    except (ResponseFailure, OpenFailure, ConnectionError) as exc:
+    except (ResponseFailure, OpenFailure, ConnectionError, samples.ScriptExhausted) as exc:
         failure = exc
     console.end_line()
     expect = spec["expect"]

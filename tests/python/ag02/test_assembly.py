@@ -38,9 +38,16 @@ def outcome(events: list[dict], **kw) -> str:
 
 
 def expect_failure(events: list[dict], code: str, what: str) -> None:
-    decision, got, at = feed(events)
-    assert decision is None, f"{what}: a decision was released, want failure {code!r}"
-    assert got == code, f"{what}: got {('failure ' + repr(got)) if got else 'no failure'} (after {at} events), want failure {code!r}"
+    asm = new()
+    for at, event in enumerate(events):
+        try:
+            decision = asm.accept(event)
+        except ResponseFailure as exc:
+            assert exc.code == code, f"{what}: got failure {exc.code!r} at event {at}, want failure {code!r}"
+            assert isinstance(exc.detail, str) and exc.detail, f"{what}: failure {code!r} must say what was seen (detail {exc.detail!r})"
+            return
+        assert decision is None, f"{what}: a decision was released at event {at}, want failure {code!r}"
+    raise AssertionError(f"{what}: no failure after {len(events)} events, want failure {code!r}")
 
 
 def created(rid: str = "resp_1") -> dict:
@@ -227,12 +234,14 @@ def test_identity_and_status(case):
     expect_failure(events, want, case)
 
 
-@pytest.mark.parametrize("case", ["failed", "incomplete", "error_top_level", "error_nested", "error_bare"])
+@pytest.mark.parametrize("case", ["failed", "failed_code_only", "incomplete", "error_top_level", "error_nested", "error_bare"])
 def test_provider_failures(case):
     base = [created(), added(call_item("fc_1", "call_1", "read")), delta("fc_1", '{"path": "a.py"}')]
     event, code, said = {
         "failed": ({"type": "response.failed", "response": {"id": "resp_1", "status": "failed",
                                                             "error": {"code": "server_error", "message": "model crashed"}}}, "failed", "model crashed"),
+        "failed_code_only": ({"type": "response.failed", "response": {"id": "resp_1", "status": "failed",
+                                                                      "error": {"code": "server_error", "message": ""}}}, "failed", "server_error"),
         "incomplete": ({"type": "response.incomplete", "response": {"id": "resp_1", "status": "incomplete",
                                                                     "incomplete_details": {"reason": "max_output_tokens"}}}, "incomplete", "max_output_tokens"),
         "error_top_level": ({"type": "error", "code": "rate_limit_exceeded", "message": "slow down", "param": None}, "error", "slow down"),
@@ -246,7 +255,8 @@ def test_provider_failures(case):
     with pytest.raises(ResponseFailure) as info:
         asm.accept(event)
     assert info.value.code == code, f"{case}: code {info.value.code!r}, want {code!r}"
-    assert said in str(info.value), f"{case}: the failure must carry what the provider said ({said!r}): {str(info.value)!r}"
+    assert said in info.value.detail and info.value.detail, (
+        f"{case}: the failure's detail must carry what the provider said ({said!r} if it said anything): {info.value.detail!r}")
     assert not asm.pending, f"{case}: buffered calls must be discarded, still have {list(asm.pending)}"
 
 
@@ -394,7 +404,7 @@ def test_unsupported_items_rejected(case):
         "audio_part": ([message_item(text, {"type": "output_audio", "data": "UklGRg=="})], "unsupported_item"),
         "part_not_an_object": ([message_item("Done.")], "unsupported_item"),
         "refusal_part": ([message_item(refusal)], None),
-        "text_and_refusal": ([message_item(text, refusal), message_item(dict(text, text=" Bye."))], None),
+        "text_and_refusal": ([message_item(text, refusal), message_item(dict(text, text=" Bye."), dict(refusal, refusal=" Sorry."))], None),
     }[case]
     events = [created(), completed(output)]
     if want:
@@ -403,7 +413,7 @@ def test_unsupported_items_rejected(case):
     decision, code, _ = feed(events)
     assert code is None and decision is not None, f"{case}: got failure {code!r}, want a decision"
     got = (decision.role, decision.content, decision.refusal, decision.tool_calls)
-    want_msg = {"refusal_part": ("assistant", "", "No.", ()), "text_and_refusal": ("assistant", "Done. Bye.", "No.", ())}[case]
+    want_msg = {"refusal_part": ("assistant", "", "No.", ()), "text_and_refusal": ("assistant", "Done. Bye.", "No. Sorry.", ())}[case]
     assert got == want_msg, f"{case}: (role, content, refusal, tool_calls) got {got}, want {want_msg}"
 
 

@@ -10,6 +10,7 @@ import asyncio
 import json
 import random
 import socket
+import struct
 from dataclasses import dataclass
 
 import pytest
@@ -92,6 +93,10 @@ class Loopback:
                     await writer.drain()
                     await asyncio.sleep(0)
             if reply.end == "reset":
+                # A reset discards what the client has not read yet: let it read the events first.
+                await asyncio.sleep(0.05)
+                linger = struct.pack("ii", 1, 0)  # closing with a zero linger sends RST, not FIN
+                writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
                 writer.transport.abort()
             else:
                 writer.close()
@@ -170,11 +175,12 @@ def test_http_refusals_not_retried(case):
     assert len(server.requests) == 1 and recorder.sleeps == [], f"{case}: not retried: {len(server.requests)} requests"
 
 
-@pytest.mark.parametrize("case", ["503_then_stream", "hang_up_then_stream", "garbage_head_then_stream"])
+@pytest.mark.parametrize("case", ["503_then_stream", "hang_up_then_stream", "reset_then_stream", "garbage_head_then_stream"])
 def test_http_opening_retried(case):
     first = {
         "503_then_stream": error_reply(503, '{"error": {"message": "overloaded", "type": "server_error"}}'),
         "hang_up_then_stream": Reply(b"", [], "hang-up-before-head"),
+        "reset_then_stream": Reply(b"", [], "reset"),
         "garbage_head_then_stream": Reply(b"hello\r\n\r\n", []),
     }[case]
     got, server, recorder = outcome([first, stream_reply(sse(samples.events("text_only")))])

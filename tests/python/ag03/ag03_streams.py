@@ -10,6 +10,7 @@ from typing import Any
 
 FIXTURES = Path(os.environ["COURSE_FIXTURES"])  # set by the harness for catalog runs and `course run`
 STREAMS: dict[str, dict[str, Any]] = json.loads((FIXTURES / "streams.json").read_text(encoding="utf-8"))["streams"]
+EXPECTED: dict[str, Any] = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))
 READ_SIZES = (1, 7, 65536)
 
 

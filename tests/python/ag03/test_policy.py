@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ag03_streams import ScriptedUpstream, WeatherTools, body, pieces
+from ag03_streams import STREAMS, ScriptedUpstream, WeatherTools, body, pieces
 from agent.proxy.errors import FailClosed
 from agent.proxy.policy import MAX_TURNS, buffered_final_stream, handle, pass_through, progress_events
 from agent.proxy.sse import read_events
@@ -139,8 +139,21 @@ def test_progress_forwards_text_not_tools():
     text = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
     assert text == "Let me check.Paris: light rain, 14 C; Lisbon: sunny, 21 C.", f"every text delta forwarded: {text!r}"
     assert tools.runs == [{"city": "Paris"}], f"the tool still runs once, after its response completed: {tools.runs}"
-    completed = events[-1]["response"]
-    assert completed["id"] == events[0]["response"]["id"], "created and completed name the same response"
+    created, completed = events[0]["response"], events[-1]["response"]
+    first, final = STREAMS["text_then_call"]["events"][0]["response"], STREAMS["final_after_tools"]["events"][-1]["response"]
+    assert (created["id"], created["model"], created["created_at"], created["status"]) == \
+        (first["id"], first["model"], first["created_at"], "in_progress"), f"the downstream response is named after the first upstream one: {created}"
+    assert (completed["id"], completed["model"], completed["created_at"], completed["status"]) == \
+        (first["id"], first["model"], first["created_at"], "completed"), f"and completes under the same name: {completed}"
+    assert completed["usage"] == final["usage"], f"with the usage of the final upstream response: {completed['usage']}"
+    message = completed["output"][0]
+    assert message["content"][0]["text"] == text and message["id"].startswith("msg_"), f"holding all the text forwarded: {message}"
+    item_events = [e for e in events if e["type"].startswith("response.output_item")]
+    assert [e["item"]["status"] for e in item_events] == ["in_progress", "completed"], \
+        f"the message item is added in progress and done completed: {[e['item'] for e in item_events]}"
+    deltas = [e for e in events if e["type"] == "response.output_text.delta"]
+    assert all((e["item_id"], e["output_index"], e["content_index"]) == (message["id"], 0, 0) for e in deltas), \
+        "each forwarded delta belongs to the downstream message item"
     forwarding = ScriptedUpstream("tool_call", "final_after_tools")
     events = _sse_events(b"".join(progress_events(copy.deepcopy(REQUEST), forwarding, WeatherTools(forwarding),
                                                   forward_tool_events=True)))
@@ -158,8 +171,10 @@ def test_progress_failure_is_explicit():
     events = _sse_events(_body(reply))
     kinds = [e["type"] for e in events]
     assert kinds[-1] == "response.failed" and "response.completed" not in kinds, f"a failure ends the stream, never completed: {kinds}"
-    assert events[-1]["response"]["error"]["code"] == "missing_terminal", f"with its code: {events[-1]['response']['error']}"
-    assert events[-1]["response"]["id"] == events[0]["response"]["id"], "the failed response is the one created"
+    failed = events[-1]["response"]
+    assert failed["error"]["code"] == "missing_terminal" and failed["error"]["message"], f"with its code and message: {failed['error']}"
+    assert (failed["id"], failed["model"], failed["status"], failed["output"]) == \
+        (events[0]["response"]["id"], events[0]["response"]["model"], "failed", []), f"the failed response is the one created: {failed}"
     before = ScriptedUpstream("created_missing")
     early = handle(copy.deepcopy(REQUEST), before, WeatherTools(before), policy="progress_events")
     assert early.status == 502 and _error(early)["code"] == "protocol", \

@@ -223,6 +223,9 @@ def test_metadata_preserved():
     got = (turn.id, turn.model, turn.created_at, turn.status, turn.usage, turn.text)
     want = ("resp_text1", completed["model"], completed["created_at"], "completed", completed["usage"], "It is raining in Paris.")
     assert got == want, f"id, model, created_at, status, usage and text of the final response: got {got}, want {want}"
+    parts = fed("text_parts_and_items").finish()
+    assert parts.text == "Rain in Paris; sun in Lisbon. Enjoy.", \
+        f"every part of every message, in order, each part's done text winning over its deltas: {parts.text!r}"
     preamble = fed("text_then_call").finish()
     assert preamble.text == "Let me check." and len(preamble.calls) == 1, \
         f"text beside a call is kept with it: {preamble.text!r}, {len(preamble.calls)} calls"

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 
-from ag03_streams import pieces
+from ag03_streams import EXPECTED, pieces
 from agent.proxy.sse import read_events
 from agent.proxy.state import Turn
 from agent.proxy.synthesize import to_json, to_sse
 
-TURN = Turn(id="resp_text1", model="gpt-4.1-mini", created_at=1767225600, text="It is raining in Paris.", calls=[],
-            usage={"input_tokens": 31, "output_tokens": 9, "total_tokens": 40})
+TURN = Turn(**EXPECTED["final_text"]["turn"], calls=[])
 
 
 def _message_text(response: dict) -> str:
@@ -31,6 +30,8 @@ def test_synthesized_json_valid():
     assert message["id"] and message["content"][0].get("annotations") == [], f"the item has an id and its part annotations: {message}"
     empty = json.loads(to_json(Turn(id="resp_e", model="m", created_at=1, text="", calls=[])))
     assert _message_text(empty) == "", "an empty answer is still a valid response with an empty text"
+    assert doc == EXPECTED["final_text"]["json"], \
+        f"the answer is, field for field, the response object of fixtures/ag03/expected.json: got {doc}"
 
 
 def _events(data: bytes) -> list[dict]:
@@ -63,6 +64,9 @@ def test_synthesized_sse_valid():
         framed = f"event: {event['type']}\ndata: ".encode()
         assert framed in data, f"each event is framed as 'event: TYPE' then 'data: JSON': {event['type']}"
     assert data.endswith(b"}\n\n") and b"\r" not in data, "every event ends with one blank line, LF only"
+    for got, want in zip(events, EXPECTED["final_text"]["sse"]):
+        assert got == want, f"event {want['sequence_number']} ({want['type']}) field for field: got {got}, want {want}"
+    assert len(events) == len(EXPECTED["final_text"]["sse"]), f"{len(EXPECTED['final_text']['sse'])} events, got {len(events)}"
     blank_lines = data.count(b"\n\n")
     assert blank_lines == len(events), f"one blank line per event: {blank_lines} for {len(events)} events"
 

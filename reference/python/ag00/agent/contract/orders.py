@@ -71,10 +71,12 @@ def _deny(reason: str) -> ToolResult:
 
 
 def _order_id(arguments: Any) -> str | None:
-    """The order id when ``arguments`` is exactly ``{"order_id": <non-empty str>}``, else None."""
+    """The order id when ``arguments`` is the JSON text of exactly ``{"order_id": <non-empty str>}``, else None."""
+    if not isinstance(arguments, str):
+        return None  # the contract promises JSON text; a parsed dict or bytes did not come from the API
     try:
         args = json.loads(arguments)
-    except (TypeError, ValueError):
+    except ValueError:
         return None
     # Exactly one field: a tenant or user named by the model is not ours to honour,
     # and silently ignoring it would hide an attempt to widen access.

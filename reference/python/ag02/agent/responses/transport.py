@@ -143,7 +143,10 @@ class SSEStream:
 
     async def aclose(self) -> None:
         self._writer.close()
-        await self._writer.wait_closed()
+        try:
+            await self._writer.wait_closed()
+        except ConnectionError:
+            pass  # the peer already broke the connection: the socket is closed all the same
 
 
 def _decode(data: str) -> Any:

@@ -24,9 +24,9 @@ uses; add or drop any.
 {% block ResponseAssembly_accept %}
         """Fold one decoded event in: the validated decision at response.completed, else None.
 
-        Every failure raises ResponseFailure(code, detail) with one of the codes below. After a
-        failure pending is empty; after a failure or after response.completed, any further event
-        fails "ended".
+        Every failure raises ResponseFailure(code, detail) with one of the codes below and a
+        non-empty detail saying what was seen. After a failure pending is empty; after a failure
+        or after response.completed, any further event fails "ended".
 
         Lifecycle (section 2.2):
         - an event must be a dict with a non-empty string "type", else "malformed_event";
@@ -36,9 +36,9 @@ uses; add or drop any.
         - every later event belongs to that response: a "response_id" field, or a "response"
           object's "id", naming another response is "identity_mismatch";
         - response.failed, response.incomplete and error fail with the code "failed", "incomplete"
-          or "error"; the detail carries what the provider said (the message, the incomplete
-          reason, or the code; an error event has them at its top level or under "error"), and the
-          buffered calls are discarded.
+          or "error"; the detail carries what the provider said (the first non-empty of its
+          message, incomplete reason or code; an error event has them at its top level or under
+          "error"), and the buffered calls are discarded.
         Progress (section 2.4):
         - response.output_text.delta and response.refusal.delta: report("text" or "refusal",
           delta); all of them together may hold at most MAX_PREVIEW_CHARS characters

@@ -22,18 +22,30 @@ response that ended. Section "Synthesize, do not forward" shows both shapes in f
     raise NotImplementedError("to_json: section 'Synthesize, do not forward'")
 {% endblock %}
 {% block opening %}
-    """The events before any text, in this order: response.created and response.in_progress (the
-    response in progress, no output), output_item.added (the message item in progress, index 0),
-    content_part.added (an empty output_text part)."""
+    """The four events before any text, in this order, with exactly these fields:
+
+    - ``response.created`` and ``response.in_progress``: ``response=response_object(turn, status="in_progress")``;
+    - ``response.output_item.added``: ``output_index=0``, ``item=message_item(turn, "", "in_progress")``;
+    - ``response.content_part.added``: ``item_id`` (the message item's id), ``output_index=0``,
+      ``content_index=0``, ``part={"type": "output_text", "text": "", "annotations": []}``.
+    """
     raise NotImplementedError("opening: section 'Synthesize, do not forward'")
 {% endblock %}
 {% block text_delta %}
-    """One response.output_text.delta of the message item (item_id, output_index 0, content_index 0)."""
+    """One ``response.output_text.delta``: ``item_id`` (the message item's id), ``output_index=0``,
+    ``content_index=0``, ``delta``, ``logprobs=[]``."""
     raise NotImplementedError("text_delta: section 'Synthesize, do not forward'")
 {% endblock %}
 {% block closing %}
-    """The events after the text, inside out: output_text.done (the text), content_part.done,
-    output_item.done (the completed message), then response.completed with the whole response."""
+    """The four events after the text, inside out, with exactly these fields:
+
+    - ``response.output_text.done``: ``item_id``, ``output_index=0``, ``content_index=0``, ``text``,
+      ``logprobs=[]``;
+    - ``response.content_part.done``: ``item_id``, ``output_index=0``, ``content_index=0``, ``part``
+      (the completed message's output_text part, holding the text);
+    - ``response.output_item.done``: ``output_index=0``, ``item=message_item(turn, text)``;
+    - ``response.completed``: ``response=response_object(turn, text)``.
+    """
     raise NotImplementedError("closing: section 'Synthesize, do not forward'")
 {% endblock %}
 {% block to_sse %}

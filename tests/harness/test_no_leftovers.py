@@ -1,0 +1,106 @@
+"""However `course` ends, nothing of it stays behind: no test process after SIGHUP or SIGKILL,
+no temporary file after the next run, and a failure of the harness itself says so."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, copy_reference
+from test_daily_loop import LOOP_IN_READER, started
+from test_learner_loop import CHAPTER
+
+
+def marked(marker: str) -> list[int]:
+    """Live (not zombie) processes whose environment carries the marker."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker.encode() not in (entry / "environ").read_bytes():
+                continue
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def wait_for(predicate, seconds: float) -> bool:  # noqa: ANN001
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc to find the processes")
+@pytest.mark.parametrize("how", [signal.SIGHUP, signal.SIGKILL], ids=["SIGHUP", "SIGKILL"])
+def test_no_process_outlives_a_check_killed_while_a_test_spins(course, learner: Path, tmp_path: Path, how) -> None:
+    started(course, learner)
+    copy_reference(CHAPTER, learner)
+    sse = learner / "agent" / "provider" / "sse.py"
+    sse.write_text(sse.read_text() + LOOP_IN_READER)
+    private = tmp_path / "tmp"
+    private.mkdir()
+    marker = f"COURSE_TEST_MARKER={uuid.uuid4().hex}"
+    name, value = marker.split("=")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", "TMPDIR": str(private), name: value}
+    check = subprocess.Popen([sys.executable, "-m", "course", "check", "--timeout", "60"], cwd=learner, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        # the harness, and at least one test process spinning in the learner's loop
+        assert wait_for(lambda: len([p for p in marked(marker) if p != check.pid]) >= 1, 60), "no worker started"
+        time.sleep(0.5)
+        check.send_signal(how)
+        check.wait(timeout=30)
+        assert wait_for(lambda: not marked(marker), 2.0), f"left running after {how.name}: {marked(marker)}"
+    finally:
+        if check.poll() is None:
+            check.kill()
+            check.wait()
+        for pid in marked(marker):
+            os.kill(pid, signal.SIGKILL)
+
+    runs = [p for p in private.iterdir() if p.name.startswith("course-")]
+    if how == signal.SIGHUP:
+        assert not runs, f"a check stopped by SIGHUP cleans its temporary files: {runs}"
+    else:
+        assert runs, "a SIGKILLed run cannot clean up; its folder is what the next run must remove"
+        again = subprocess.run([sys.executable, "-m", "course", "list"], cwd=learner, env=env,
+                               capture_output=True, text=True, timeout=120)
+        assert again.returncode == 0, again.stderr
+        assert not list(private.iterdir()), f"the next run left these behind: {list(private.iterdir())}"
+
+
+def test_a_failure_of_the_harness_is_reported_as_internal_not_interrupted(learner: Path) -> None:
+    script = ("import sys\nfrom course import cli\n"
+              "def broken(*a, **k):\n    raise RuntimeError('a bug in the harness')\n"
+              "cli.list_cmd.callback = broken\nsys.argv = ['course', 'list']\ncli.main()\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
+    ran = subprocess.run([sys.executable, "-c", script], cwd=learner, env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert ran.returncode == 3, ran.stdout + ran.stderr
+    assert "internal error: RuntimeError: a bug in the harness" in ran.stderr
+    assert "interrupted" not in ran.stderr and "Traceback" not in ran.stderr
+
+
+def test_helpers_start_in_a_folder_that_outlives_them(course, tmp_path: Path) -> None:
+    """Python 3.13.0 cannot import socket in a deleted working folder: the fork server (started by
+    mutants, which run from several threads) must find its folder still there."""
+    private = tmp_path / "tmp"
+    private.mkdir()
+    ran = course("mutants", "ag00", "--only", "m01", cwd=tmp_path, env={"TMPDIR": str(private)}, timeout=300)
+    assert ran.code == 0, ran.out + ran.err
+    assert "interrupted" not in ran.err and "Traceback" not in ran.err, ran.err
+    assert not list(private.iterdir()), f"left behind: {list(private.iterdir())}"
