@@ -8,7 +8,7 @@ one ManifestError naming the chapter, the entry and the field.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Optional
@@ -22,7 +22,7 @@ KINDS = ("unit", "conformance", "boundary", "fault")
 # Progressive hints per catalog test: the idea, then the rule or section, then the shape of the code.
 HINT_LEVELS = 3
 # The fields of a track section every language shares; any other field is the adapter's to read.
-TRACK_FIELDS = ("files", "given", "run", "services", "mutants", "selftest")
+TRACK_FIELDS = ("files", "given", "run", "services", "mutants", "selftest", "hints", "catalog")
 # Where a catalog entry's rule is stated for the learner: a heading of the chapter's text, or a
 # symbol of a starter file that carries a docstring ("agent/provider/sse.py::EventReader.feed").
 STATED_IN = ("section", "docstring")
@@ -86,6 +86,14 @@ class Track:
     selftest: str = ""
     # Where the tests run from, when not the chapter's catalog (selftest: the learner's own tests).
     tests_at: Optional[Path] = field(default=None, hash=False, compare=False)
+    # Hints written for this track, by catalog name, in place of the entry's (which name another
+    # language's functions at their later levels).
+    hints: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False, compare=False)
+    # The catalog entries this track runs, by name, when it has not (yet) ported all of them; empty: all.
+    catalog: tuple[str, ...] = ()
+
+    def hints_for(self, entry: CatalogEntry) -> tuple[str, ...]:
+        return self.hints.get(entry.name, entry.hints)
 
     @property
     def starter(self) -> Path:
@@ -129,6 +137,19 @@ class Chapter:
     def signatures_path(self) -> Path:
         return self.folder / "signatures.json"
 
+    def text(self, language: str = "") -> str:
+        """The chapter's text as a learner of `language` reads it: text.md, with the numbered
+        sections (and the opening) that text.<language>.md rewrites for that language replaced."""
+        text = self.text_path.read_text(encoding="utf-8")
+        own = self.folder / f"text.{language}.md"
+        return _with_sections(text, own.read_text(encoding="utf-8")) if language and own.is_file() else text
+
+    def for_track(self, track: Track) -> Chapter:
+        """This chapter as `track` sees it: only the catalog entries the track runs, in catalog order."""
+        if not track.catalog:
+            return self
+        return replace(self, catalog=tuple(e for e in self.catalog if e.name in track.catalog))
+
     def track(self, language: str = "python") -> Track:
         try:
             return self.tracks[language]
@@ -138,6 +159,41 @@ class Chapter:
 
     def pitfall(self, number: int) -> Pitfall | None:
         return next((p for p in self.pitfalls if p.id == number), None)
+
+
+_HEADING = re.compile(r"^(#{2,3}) (\d+(?:\.\d+)*)\.? ", re.MULTILINE)
+
+
+def _blocks(text: str) -> tuple[str, list[tuple[str, str, str]]]:
+    """(the opening, before any numbered heading; [(level, number, block)]): each block runs from
+    its heading to the next numbered heading of any level."""
+    found = list(_HEADING.finditer(text))
+    opening = text[: found[0].start()] if found else text
+    bounds = [m.start() for m in found] + [len(text)]
+    return opening, [(m.group(1), m.group(2), text[bounds[i]: bounds[i + 1]]) for i, m in enumerate(found)]
+
+
+def _with_sections(text: str, override: str) -> str:
+    """text with each numbered section of override put in place of the one of the same number (a
+    "## 4." replaces section 4 with its subsections); override's opening, when it has one, replaces
+    the opening after the title line."""
+    opening, blocks = _blocks(text)
+    new_opening, new_blocks = _blocks(override)
+    replacing = {number: block.rstrip() + "\n\n" for _, number, block in new_blocks}
+    if new_opening.strip():
+        title, _, _ = opening.partition("\n")
+        opening = title + "\n\n" + new_opening.strip() + "\n\n"
+    out, skipping = [opening], ""
+    for level, number, block in blocks:
+        if skipping and level == "###" and number.startswith(skipping + "."):
+            continue  # a subsection of a section replaced whole
+        skipping = ""
+        if number in replacing:
+            out.append(replacing.pop(number))
+            skipping = number if level == "##" else ""
+        else:
+            out.append(block)
+    return "".join(out).rstrip() + "\n"
 
 
 def normalize_id(text: str) -> str:
@@ -235,6 +291,16 @@ def _stated_in(f: Fields, name: str) -> tuple[tuple[str, str], ...]:
     return tuple(places)
 
 
+def _track_hints(f: "Fields", names: set[str]) -> dict[str, tuple[str, ...]]:
+    raw = f.get("hints", dict, {})
+    hints = {}
+    for name in raw:
+        if name not in names:
+            raise ManifestError(f"{f.where}: hints for {name!r}, which is not in the catalog")
+        hints[name] = Fields(raw, f"{f.where}, hints").strings(name)
+    return hints
+
+
 def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
     top = Fields(raw, f"chapter {where}")
     chapter_id = top.get("id", str)
@@ -300,6 +366,8 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             mutants=tuple(mutants),
             options={k: v for k, v in body.items() if k not in TRACK_FIELDS},
             selftest=f.get("selftest", str, ""),
+            hints=_track_hints(f, {e.name for e in catalog}),
+            catalog=f.strings("catalog", ()),
         )
 
     return Chapter(

@@ -108,7 +108,8 @@ def _learner_chapter(given: Any) -> Target:
     repo = LearnerRepo.find()
     chapter = given if given is not None else chapters.get(repo.resolve_chapter(None))
     state = repo.state(chapter.id)
-    return Target(repo, chapter, chapter.track(state.language), state)
+    track = chapter.track(state.language)
+    return Target(repo, chapter.for_track(track), track, state)
 
 
 @cli.command("list")
@@ -123,7 +124,8 @@ def list_cmd() -> None:
         state = repo.chapters.get(chapter.id) if repo else None
         mark = "*" if repo and repo.current == chapter.id else " "
         progress = _progress(repo, chapter, state) if repo and state else click.style("not started", dim=True)
-        echo(f"{mark} {chapter.id:<6} {chapter.title}  [{progress}]")
+        language = click.style(f"  {state.language}", dim=True) if repo and state else ""
+        echo(f"{mark} {chapter.id:<6} {chapter.title}  [{progress}]{language}")
     if repo is None:
         echo(click.style("\n(not in a learner repository: `course start CHAPTER` makes one)", dim=True))
 
@@ -216,24 +218,39 @@ def start(chapter: Any, directory: Path | None, language: str, switch: bool, ci:
 
 @cli.command()
 @click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
-def show(chapter: Any) -> None:
+@language_option("The track whose text is shown (default: the one you started, else python).", default=None)
+def show(chapter: Any, language: str | None) -> None:
     """Print the chapter's text."""
     chapter = _any_chapter(chapter)
-    echo(chapter.text_path.read_text(encoding="utf-8").rstrip())
+    echo(chapter.text(_track_language(chapter, language)).rstrip())
+
+
+def _track_language(chapter: Any, language: str | None) -> str:
+    """The language asked for, else the one the learner started the chapter in, else python."""
+    if language:
+        return language
+    from course.learner import LearnerRepo, find_root
+
+    root = find_root()
+    state = LearnerRepo.open(root).chapters.get(chapter.id) if root else None
+    return state.language if state else "python"
 
 
 @cli.command()
 @click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
-@language_option("The track whose test names are shown.")
+@language_option("The track whose test names are shown (default: the one you started, else python).", default=None)
 @click.option("--source", "source", metavar="TEST", help="Print the source of one catalog test.")
-def tests(chapter: Any, language: str, source: str | None) -> None:
+def tests(chapter: Any, language: str | None, source: str | None) -> None:
     """The chapter's test catalog: each test, its kind, what it checks and why it matters."""
     import textwrap
 
     from course import languages
 
     chapter = _any_chapter(chapter)
+    language = _track_language(chapter, language)
     adapter = languages.get(language)
+    if language in chapter.tracks:
+        chapter = chapter.for_track(chapter.track(language))
     if source:
         entry = _catalog_entry(chapter, adapter, source)
         code = adapter.test_sources(chapter.track(language)).get(adapter.test_name(entry.name), "")
@@ -556,14 +573,15 @@ def hint(test: str | None, chapter: Any) -> None:
         failing = failing or [e.name for e in chapter.catalog]
         entry = next(e for e in chapter.catalog if e.name in failing) if any(
             e.name in failing for e in chapter.catalog) else chapter.catalog[0]
-    if not entry.hints:
+    hints = track.hints_for(entry)
+    if not hints:
         raise UsageError(f"{adapter.test_name(entry.name)} has no hints yet")
     used = state.hints.get(entry.name, 0)
     level = min(used + 1, HINT_LEVELS)
     where = f", {entry.section_label}" if entry.section_label else ""
     name = adapter.test_name(entry.name)
     echo(click.style(f"{name} ({chapter.id}{where}): hint {level} of {HINT_LEVELS}", bold=True))
-    for number, text in enumerate(entry.hints[:level], 1):
+    for number, text in enumerate(hints[:level], 1):
         mark = click.style(f"  {number}. ", fg="cyan", bold=number == level)
         echo(mark + text)
     if level < HINT_LEVELS:
@@ -724,16 +742,30 @@ def selftest(chapter: Any, timeout: float, jobs: int | None) -> None:
 @click.option("--only", default="", metavar="IDS", help="Run only these mutants, e.g. --only s05,s06.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the results as JSON.")
 @click.option("--mutmut", "use_mutmut", is_flag=True, help="Run mutmut's generic mutants instead (instructor extra).")
+@click.option("--gremlins", "use_gremlins", is_flag=True,
+              help="Run gremlins' generic mutants instead, on a track whose adapter offers it (go).")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Mutants run at once [default: the cores].")
 @language_option("The track whose mutants run.")
-def mutants(chapter: Any, only: str, json_path: Path | None, use_mutmut: bool, jobs: int | None, language: str) -> None:
-    """Prove the catalog kills each documented pitfall mutant (or, with --mutmut, score it broadly)."""
+def mutants(chapter: Any, only: str, json_path: Path | None, use_mutmut: bool, use_gremlins: bool, jobs: int | None,
+            language: str) -> None:
+    """Prove the catalog kills each documented pitfall mutant (or, with --mutmut or --gremlins, score it broadly)."""
     import json
 
     _writable(json_path)
     track = chapter.track(language)
-    if use_mutmut and (only or jobs):
-        raise UsageError("--only and --jobs choose documented mutants; --mutmut runs mutmut's own")
+    if (use_mutmut or use_gremlins) and (only or jobs):
+        raise UsageError("--only and --jobs choose documented mutants; --mutmut and --gremlins run their tool's own")
+    if use_gremlins:
+        from course import languages
+
+        broad = getattr(languages.get(language), "gremlins", None)
+        if use_mutmut or broad is None:
+            raise UsageError(f"gremlins scores Go code: the {language} track's broad score is --mutmut")
+        report = broad(chapter, track, echo=lambda m: echo(m, err=True))
+        report.show(echo)
+        if json_path:
+            json_path.write_text(json.dumps(report.as_dict(), indent=2) + "\n", encoding="utf-8")
+        sys.exit(0)
     if use_mutmut:
         from course.mutation.mutmut import run_mutmut, show_mutmut
 

@@ -95,10 +95,13 @@ def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
     return problems
 
 
-def hint_problems(chapter: Chapter) -> list[str]:
-    """Every catalog test needs its hint levels: `course hint` must never come up empty."""
-    return [f"{entry.name!r} has {len(entry.hints)} hint levels, `course hint` needs {HINT_LEVELS}"
-            for entry in chapter.catalog if len(entry.hints) != HINT_LEVELS]
+def hint_problems(chapter: Chapter, track: Track | None = None) -> list[str]:
+    """Every catalog test needs its hint levels, in the track's own words when it has them:
+    `course hint` must never come up empty."""
+    return [f"{entry.name!r} has {len(hints)} hint levels{f' in the {track.language} track' if track and entry.name in track.hints else ''}, "
+            f"`course hint` needs {HINT_LEVELS}"
+            for entry in chapter.catalog
+            for hints in [track.hints_for(entry) if track else entry.hints] if len(hints) != HINT_LEVELS]
 
 
 def default_seed(track: Track) -> int:
@@ -113,6 +116,8 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
     from course.mutation.documented import run_mutants
     from course.scaffold import render_all
 
+    unknown = [n for n in track.catalog if n not in {e.name for e in chapter.catalog}]
+    chapter = chapter.for_track(track)
     verdict = ChapterVerdict()
 
     def note(step: str, ok: bool, detail: str = "") -> None:
@@ -120,12 +125,13 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
         verdict.findings.append(finding)
         say(finding)
 
-    problems = manifest_problems(chapter, track)
+    problems = manifest_problems(chapter, track) + [
+        f"the {track.language} track's catalog names {n!r}, which is not in the catalog" for n in unknown]
     note("manifest", not problems, "; ".join(problems) or
          f"{len(chapter.catalog)} tests, {len(track.files)} files, {len(track.mutants)} mutants")
     if problems:
         return verdict
-    missing = hint_problems(chapter)
+    missing = hint_problems(chapter, track)
     note("hints", not missing, "; ".join(missing) or f"{HINT_LEVELS} hint levels for every test")
 
     reference = run_check(chapter, track, track.reference)

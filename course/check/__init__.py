@@ -44,7 +44,8 @@ def run_check(
     shuffle: int | None = None,
     coverage: bool = False,
 ) -> CheckResult:
-    """Run the catalog (the tests `select` matches, with -k's syntax, and among them those in `only`)
+    """
+    chapter = chapter.for_track(track)Run the catalog (the tests `select` matches, with -k's syntax, and among them those in `only`)
     on the code in code_root. `cases` chooses cases by their ids, with the same syntax; `first` runs
     these tests before the others (failed-first); `stop_first` ends the run at the first failing
     case; `budget` bounds the whole run in seconds. Entries come back in catalog order whatever

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 # language -> "module:class" of its adapter
 ADAPTERS: dict[str, str] = {
     "python": "course.languages.python:PythonAdapter",
+    "go": "course.languages.go:GoAdapter",
 }
 
 _loaded: dict[str, "Adapter"] = {}

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import copy_reference
+from tiny import CHAPTER as TINY
+from tiny import tiny_chapter
 from course.chapters import parse
 from course.check.results import FAIL, PASS, CaseResult, CheckResult, EntryResult
 from course.errors import ManifestError
@@ -54,27 +55,38 @@ def test_score_counts_the_weight_of_passing_entries_only() -> None:
 
 
 def test_check_writes_points_and_classroom_results(course, learner: Path, tmp_path: Path) -> None:
-    assert course("start", CHAPTER, cwd=learner).code == 0
-    copy_reference(CHAPTER, learner)
+    env = _tiny(tmp_path)
+    assert course("start", TINY, cwd=learner, env=env).code == 0
+    (learner / "calc.py").write_text(TINY_REFERENCE)
     results, points = tmp_path / "results.json", tmp_path / "autograding.json"
     ran = course("check", "--json", str(results), "--autograding", str(points), cwd=learner,
-                 env={"COURSE_LEARNER": "org/alice"})
+                 env={**env, "COURSE_LEARNER": "org/alice"})
     assert ran.code == 0, ran.out + ran.err
     doc, graded = json.loads(results.read_text()), json.loads(points.read_text())
     total = len(doc["tests"])
-    assert doc["course"]["chapter"] == CHAPTER and doc["course"]["learner"] == "org/alice"
+    assert total == 2 and doc["course"]["chapter"] == TINY and doc["course"]["learner"] == "org/alice", doc["course"]
     assert (doc["course"]["score"], doc["course"]["max_score"]) == (total, total)
     assert graded["max_score"] == total and all(t["score"] == 1 for t in graded["tests"])
     # What the workflow hands GitHub Classroom's reporter: the file, base64-encoded, must decode back.
     assert json.loads(base64.b64decode(base64.b64encode(points.read_bytes()))) == graded
 
 
-def _learner_repo(root: Path, course, *, passing: bool) -> Path:
+TINY_TESTS = "def test_sum():\n    assert calc.add(2, 3) == 5, 'add(2, 3)'\n\n\ndef test_zero():\n    assert calc.add(0, 0) == 0, 'add(0, 0)'\n"
+TINY_REFERENCE = "def add(a, b):\n    return a + b\n"
+
+
+def _tiny(tmp_path: Path) -> dict[str, str]:
+    """A content folder holding the tiny chapter: a class of repositories checks in a second each."""
+    return {"COURSE_CONTENT": str(tiny_chapter(tmp_path / "content", tests=TINY_TESTS, reference=TINY_REFERENCE))}
+
+
+def _learner_repo(root: Path, course, env: dict[str, str], *, code: str | None) -> Path:
+    """A learner repository that started the tiny chapter, with `code` as its calc.py (None: the stub)."""
     root.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    assert course("start", CHAPTER, cwd=root).code == 0
-    if passing:
-        copy_reference(CHAPTER, root)
+    assert course("start", TINY, cwd=root, env=env).code == 0
+    if code is not None:
+        (root / "calc.py").write_text(code)
     subprocess.run(["git", "add", "-A"], cwd=root, check=True)
     subprocess.run(["git", "-c", "user.email=l@example.org", "-c", "user.name=l", "commit", "-qm", "work"],
                    cwd=root, check=True)
@@ -82,31 +94,28 @@ def _learner_repo(root: Path, course, *, passing: bool) -> Path:
 
 
 def test_grade_judges_each_repository_on_a_copy_and_survives_a_hang(course, tmp_path: Path) -> None:
+    env = _tiny(tmp_path)
     roster = tmp_path / "class"
     roster.mkdir()
-    good = _learner_repo(roster / "alice", course, passing=True)
-    _learner_repo(roster / "bob", course, passing=False)
-    hang = _learner_repo(roster / "carol", course, passing=True)
-    classify = hang / "agent" / "contract" / "classify.py"
-    text = classify.read_text()
-    head = "def classify_response(body: Any, http_status: int = 200) -> Verdict:\n"
-    assert head in text
-    # Many tests call it and each one runs into its timeout: only the repository limit ends the check.
-    classify.write_text(text.replace(head, head + "    while True:\n        pass\n"))
+    good = _learner_repo(roster / "alice", course, env, code=TINY_REFERENCE)
+    _learner_repo(roster / "bob", course, env, code=None)
+    # carol's code never returns; the per-test limit (60 s) is far away, so only the repository's
+    # limit (8 s) can end her check, and it must not hold up the others
+    _learner_repo(roster / "carol", course, env, code="def add(a, b):\n    while True:\n        pass\n")
     (roster / "dave").mkdir()  # not a learner repository
     before = {p: p.read_bytes() for p in good.rglob("*") if p.is_file()}
 
     book_csv, book_json = tmp_path / "book.csv", tmp_path / "book.json"
-    ran = course("grade", str(roster), "--jobs", "2", "--timeout", "2", "--repo-timeout", "6", "--csv", str(book_csv),
-                 "--json", str(book_json), cwd=tmp_path, timeout=240)
+    ran = course("grade", str(roster), "--jobs", "2", "--timeout", "60", "--repo-timeout", "8", "--csv", str(book_csv),
+                 "--json", str(book_json), cwd=tmp_path, env=env, timeout=240)
     assert ran.code == 1, "not every repository could be judged: exit 1\n" + ran.out + ran.err
     rows = {r["learner"]: r for r in csv.DictReader(book_csv.open())}
     assert sorted(rows) == ["alice", "bob", "carol", "dave"]
-    assert rows["alice"]["status"] == "pass" and rows["alice"]["passed"] == rows["alice"]["total"] != "0"
+    assert (rows["alice"]["status"], rows["alice"]["passed"], rows["alice"]["total"]) == ("pass", "2", "2"), rows["alice"]
     assert rows["alice"]["last_commit"], "the last commit is recorded"
-    assert rows["bob"]["status"] == "fail" and rows["bob"]["passed"] == "0"
-    assert "not implemented yet" in rows["bob"]["reasons"]
-    assert rows["carol"]["status"] == "not judged" and "repository limit" in rows["carol"]["reasons"]
+    assert (rows["bob"]["status"], rows["bob"]["passed"]) == ("fail", "0"), rows["bob"]
+    assert "add" in rows["bob"]["reasons"], rows["bob"]
+    assert rows["carol"]["status"] == "not judged" and "repository limit" in rows["carol"]["reasons"], rows["carol"]
     assert rows["dave"]["status"] == "not judged" and "not a learner repository" in rows["dave"]["reasons"]
     assert json.loads(book_json.read_text())["judged"] == 2
     assert "2 of 4 repositories judged" in ran.out
@@ -115,11 +124,12 @@ def test_grade_judges_each_repository_on_a_copy_and_survives_a_hang(course, tmp_
 
 
 def test_gradebook_from_downloaded_results(course, tmp_path: Path) -> None:
+    env = _tiny(tmp_path)
     artifacts = tmp_path / "artifacts"
-    for name, passing in (("course-results-alice", True), ("course-results-bob", False)):
-        repo = _learner_repo(tmp_path / name.rsplit("-", 1)[1], course, passing=passing)
+    for name, code in (("course-results-alice", TINY_REFERENCE), ("course-results-bob", None)):
+        repo = _learner_repo(tmp_path / name.rsplit("-", 1)[1], course, env, code=code)
         (artifacts / name).mkdir(parents=True)
-        course("check", "--json", str(artifacts / name / "results.json"), cwd=repo)
+        course("check", "--json", str(artifacts / name / "results.json"), cwd=repo, env=env)
     (artifacts / "broken").mkdir()
     (artifacts / "broken" / "results.json").write_text("{not json")
     book = tmp_path / "book.csv"
@@ -128,7 +138,7 @@ def test_gradebook_from_downloaded_results(course, tmp_path: Path) -> None:
     assert ran.code == 1, ran.out + ran.err
     rows = {r["learner"]: r for r in csv.DictReader(book.open())}
     assert rows["course-results-alice"]["status"] == "pass"
-    assert rows["course-results-bob"]["status"] == "fail" and rows["course-results-bob"]["chapter"] == CHAPTER
+    assert rows["course-results-bob"]["status"] == "fail" and rows["course-results-bob"]["chapter"] == TINY
     assert rows["broken"]["status"] == "not judged"
 
 

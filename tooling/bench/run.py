@@ -1,6 +1,6 @@
 """Benchmarks: the course's speed targets, each measured side by side with what it is compared to.
 
-    python tooling/bench/run.py [cli] [sse] [mutants]     (all three when none is named)
+    python tooling/bench/run.py [cli] [sse] [mutants] [go-sse] [go-check] [go-mutants]   (all when none is named)
 
 cli      `course check ag01 --reference` against a bare `python -m pytest` of one trivial test
          (target: median within 2x), and `course --help` (target: under 150 ms), runs interleaved.
@@ -9,6 +9,13 @@ sse      the reference EventReader against httpx-sse's decoder (and openai-pytho
          like the real API's (200-250 bytes; target: at least 2x httpx-sse on both), and
          linearity on one 1 MiB and one 2 MiB event, and on 1-byte reads.
 mutants  `course mutants ag01`: all documented mutants on 2 cores (target: under 10 s wall).
+go-sse   the Go reference's EventReader against openai-go v3.99.0's packages/ssestream and tmaxmax/go-sse
+         v0.12.0 on the same 4 MB stream, 4 KiB reads (a testing.B benchmark in tooling/bench/go/, a
+         module of its own so the peers never reach a learner's or the reference's go.mod; targets:
+         2x openai-go, at least go-sse), and its linearity on one long event, 4 KiB and 1-byte reads.
+go-check `course check ag01 --language go --reference` against a bare `go test -json` of the same
+         catalog on the same code, warm build cache (target: within 1.3x), and both with an empty one.
+go-mutants `course mutants ag01 --language go` (target: under 40 s wall on 2 cores).
 
 Needs the bench extra for the peers: pip install '.[bench]'. Figures are medians; the machine is
 noisy, which is why every comparison runs in the same process, interleaved.
@@ -209,13 +216,95 @@ def one_event(mib: int) -> None:
     print(f"{speed:8.1f} MB/s ({len(event) / speed / 1e3:.1f} ms)")
 
 
+GO_BENCH = REPO / "tooling" / "bench" / "go"
+
+
+def bench_go_sse(rounds: int = 7) -> None:
+    """Each round runs the three parsers once, one after the other, in one `go test -bench`: noise
+    hits them alike; the medians over the rounds are reported."""
+    speeds: dict[str, list[float]] = {}
+    for _ in range(rounds):
+        done = subprocess.run(["go", "test", "-run", "^$", "-bench", "ChatStream", "-benchtime", "20x", "-count", "1", "."],
+                              cwd=GO_BENCH, capture_output=True, text=True, env={**ENV, "GOFLAGS": "-buildvcs=false"})
+        if done.returncode != 0:
+            print(f"  go test -bench failed: {(done.stdout + done.stderr).strip()[-500:]}")
+            return
+        for line in done.stdout.splitlines():
+            parts = line.split()
+            if line.startswith("BenchmarkChatStream/") and "MB/s" in parts:
+                name = parts[0].split("/", 1)[1].rsplit("-", 1)[0]
+                speeds.setdefault(name, []).append(float(parts[parts.index("MB/s") - 1]))
+    medians_ = {name: statistics.median(v) for name, v in speeds.items()}
+    for name, speed in medians_.items():
+        print(f"  {name:<22} {speed:8.1f} MB/s  (4 MB stream, 4 KiB reads, median of {rounds} rounds)")
+    ours_ = medians_.get("reference", 0.0)
+    for peer, target in (("openai-go-ssestream", "target >= 2x"), ("go-sse", "target >= 1x")):
+        if medians_.get(peer):
+            print(f"  reference / {peer}: {ours_ / medians_[peer]:.2f}x ({target})")
+    done = subprocess.run(["go", "test", "-run", "^$", "-bench", "OneEvent", "-benchtime", "5x", "-count", "1", "."],
+                          cwd=GO_BENCH, capture_output=True, text=True, env={**ENV, "GOFLAGS": "-buildvcs=false"})
+    print("  linearity (the same MB/s at every size means linear):")
+    for line in done.stdout.splitlines():
+        parts = line.split()
+        if line.startswith("BenchmarkOneEvent/") and "MB/s" in parts:
+            print(f"    {parts[0].split('/', 1)[1].rsplit('-', 1)[0]:<20} {parts[parts.index('MB/s') - 1]:>9} MB/s")
+
+
+def bench_go_check(runs: int = 7) -> None:
+    sys.path.insert(0, str(REPO))
+    from course import content, fake_model
+
+    tests = REPO / "tests" / "go" / "ag01"
+    module = REPO / "reference" / "go" / "ag01" / "go"
+    package = "agent/provider"
+    with tempfile.TemporaryDirectory() as tmp, fake_model.FakeModel() as fake:
+        overlay = Path(tmp) / "overlay.json"
+        overlay.write_text(json.dumps({"Replace": {str(module / p.relative_to(tests)): str(p) for p in tests.rglob("*_test.go")}}))
+        env = {**ENV, "COURSE_FIXTURES": str(content.fixtures_dir("ag01")), "COURSE_FAKE_MODEL_URL": fake.base_url,
+               "GOFLAGS": "-buildvcs=false"}
+        bare = ["go", "test", "-json", "-count=1", "-overlay", str(overlay), "./" + package]
+        course = [PY, "-m", "course", "check", "ag01", "--language", "go", "--reference"]
+
+        def timed(args: list[str], cwd: Path, extra: dict[str, str] | None = None) -> float:
+            started = time.perf_counter()
+            subprocess.run(args, cwd=cwd, env={**env, **(extra or {})}, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, check=False)
+            return time.perf_counter() - started
+
+        timed(bare, module)
+        timed(course, Path(tmp))  # both warm
+        times: dict[str, list[float]] = {"bare go test -json": [], "course check --language go --reference": []}
+        for _ in range(runs):
+            times["bare go test -json"].append(timed(bare, module))
+            times["course check --language go --reference"].append(timed(course, Path(tmp)))
+        medians_ = {name: statistics.median(t) for name, t in times.items()}
+        for name, median in medians_.items():
+            print(f"  {name:<42} {median:6.2f} s  (warm build cache, median of {runs})")
+        print(f"  course check / bare go test -json: "
+              f"{medians_['course check --language go --reference'] / medians_['bare go test -json']:.2f}x (target <= 1.3x)")
+        for name, args, cwd in (("bare go test -json", bare, module), ("course check", course, Path(tmp))):
+            with tempfile.TemporaryDirectory() as cold:
+                print(f"  {name}, empty GOCACHE: {timed(args, cwd, {'GOCACHE': cold}):6.1f} s")
+
+
+def bench_go_mutants() -> None:
+    started = time.perf_counter()
+    done = subprocess.run([PY, "-m", "course", "mutants", "ag01", "--language", "go"], cwd=REPO, env=ENV,
+                          capture_output=True, text=True)
+    elapsed = time.perf_counter() - started
+    last = done.stdout.strip().splitlines()[-2:] if done.stdout else [done.stderr.strip()]
+    print(f"  course mutants ag01 --language go: {elapsed:.1f} s wall on {os.cpu_count()} cores (target < 40 s): "
+          f"{' / '.join(last)}")
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["one-event"]:
         return one_event(int(argv[1]))
-    chosen = argv or ["cli", "sse", "mutants"]
+    chosen = argv or ["cli", "sse", "mutants", "go-sse", "go-check", "go-mutants"]
     for name in chosen:
         print(f"{name}:")
-        {"cli": bench_cli, "sse": bench_sse, "mutants": bench_mutants}[name]()
+        {"cli": bench_cli, "sse": bench_sse, "mutants": bench_mutants, "go-sse": bench_go_sse,
+         "go-check": bench_go_check, "go-mutants": bench_go_mutants}[name]()
 
 
 if __name__ == "__main__":

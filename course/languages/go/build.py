@@ -1,0 +1,144 @@
+"""The Go adapter's prepare step: the catalog's _test.go files overlaid on the learner's module, and
+one test binary per package built from both, without writing anything into the learner's tree.
+
+The catalog is laid out as the module (tests/go/<id>/agent/provider/x_test.go joins the package
+agent/provider) and reaches the compiler through `go test -overlay`. A build that fails is one
+problem block: the learner's files at their file:line, or, when only the catalog fails to compile,
+the names it could not find.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from course import processes
+from course.chapters import Track
+from course.languages.go import toolchain
+
+BUILD_LIMIT = 900.0  # a cold build cache compiles net/http and its tests' needs: minutes on a slow machine
+
+_TEST_FUNC = re.compile(r"^func (Test\w*)\(\w+ \*testing\.T\) \{$", re.MULTILINE)
+_ERROR = re.compile(r"^(\S+?\.go):(\d+)(?::(\d+))?: (.*)$")
+
+
+@dataclass
+class Built:
+    """What start() needs: a binary per package (in catalog order of their first test), the module."""
+
+    module_root: Path
+    binaries: dict[str, Path]  # package folder relative to the module ("agent/provider") -> test binary
+    packages: dict[str, str]  # Go test name -> its package folder
+    folder: tempfile.TemporaryDirectory  # holds the binaries; removed when the run lets go of it
+    cover_profile: str = ""  # the -test.coverprofile prefix, when the run measures coverage
+
+
+def module_root(track: Track, code_root: Path) -> Path:
+    """The folder of the track's go.mod (go/ in a learner's repository)."""
+    mod = next((f for f in track.files if f == "go.mod" or f.endswith("/go.mod")), "go.mod")
+    return code_root / Path(mod).parent
+
+
+def test_functions(tests_dir: Path) -> dict[str, tuple[str, str]]:
+    """Each test function of the catalog: name -> (its package folder in the module, its source),
+    in file order."""
+    found: dict[str, tuple[str, str]] = {}
+    for path in sorted(tests_dir.rglob("*_test.go")):
+        text = path.read_text(encoding="utf-8")
+        package = path.parent.relative_to(tests_dir).as_posix()
+        for match in _TEST_FUNC.finditer(text):
+            end = text.find("\n}\n", match.end())
+            found[match.group(1)] = (package, text[match.start(): len(text) if end < 0 else end + 2])
+    return found
+
+
+def build(track: Track, code_root: Path, tests: list[str], build_dir: Path, *, env: dict[str, str],
+          cover: bool = False) -> tuple[Built | None, str]:
+    """(the binaries, "") or (None, the problem)."""
+    tools = toolchain.find()
+    module = module_root(track, code_root)
+    if not (module / "go.mod").is_file():
+        return None, f"{_shown(code_root, module / 'go.mod')} is missing: the Go track's code is a module (`course start` writes it)"
+    functions = test_functions(track.tests)
+    packages = {name: functions[name][0] for name in tests if name in functions}
+    build_dir.mkdir(parents=True, exist_ok=True)
+    folder = tempfile.TemporaryDirectory(prefix="course-go-", dir=build_dir)
+    out = Path(folder.name)
+    overlay = {"Replace": {str(module / p.relative_to(track.tests)): str(p) for p in sorted(track.tests.rglob("*_test.go"))}}
+    (out / "overlay.json").write_text(json.dumps(overlay), encoding="utf-8")
+    order = {name: i for i, name in enumerate(tests)}
+    binaries: dict[str, Path] = {}
+    for n, package in enumerate(sorted(set(packages.values()), key=lambda p: min(order[t] for t, q in packages.items() if q == p))):
+        binary = out / f"catalog{n}.test"
+        args = [tools.go, "test", "-c", "-o", str(binary), "-overlay", str(out / "overlay.json")]
+        if cover:
+            args += ["-cover", "-covermode=set", "-coverpkg=./..."]
+        code, said = _call([*args, "./" + package], cwd=module, env=env)
+        if code != 0 or not binary.is_file():
+            folder.cleanup()
+            return None, problem(track, code_root, module, said, code)
+        binaries[package] = binary
+    return Built(module, binaries, packages, folder, str(out / "cover") if cover else ""), ""
+
+
+def problem(track: Track, code_root: Path, module: Path, output: str, code: int | None) -> str:
+    """The compiler's complaints as one block, at the learner's file:line."""
+    if code is None:
+        return f"building the tests took longer than {BUILD_LIMIT:g} s and was stopped"
+    catalog = {p.name for p in track.tests.rglob("*_test.go")}
+    yours, theirs, other = [], [], []
+    for raw in output.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        place = _ERROR.match(line)
+        if place is None:
+            other.append(line)
+            continue
+        path = Path(place.group(1))
+        path = path if path.is_absolute() else module / path
+        if path.name in catalog and path.parent.is_relative_to(module):
+            theirs.append(f"{path.name}:{place.group(2)}: {place.group(4)}")
+        else:
+            column = f":{place.group(3)}" if place.group(3) else ""
+            yours.append(f"{_shown(code_root, path)}:{place.group(2)}{column}: {place.group(4)}")
+    if yours:
+        head, lines = "your code does not compile:", yours
+    elif theirs:
+        head = ("the catalog's tests do not compile against your code (a name missing, or declared "
+                "differently from the chapter's interface):")
+        lines = theirs
+    else:
+        head, lines = "go could not build the tests:", other or [f"go test -c ended with exit code {code}"]
+    shown = lines[:20] + ([f"... and {len(lines) - 20} more"] if len(lines) > 20 else [])
+    return "\n".join([head, *("  " + line for line in shown)])
+
+
+def _shown(code_root: Path, path: Path) -> str:
+    try:
+        return path.resolve().relative_to(code_root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _call(args: list[str], *, cwd: Path, env: dict[str, str]) -> tuple[int | None, str]:
+    """Run a command in its own process group; (its exit code, or None past the limit; its output)."""
+    processes.admit()
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        processes.register(proc.pid)
+        try:
+            code: int | None = proc.wait(BUILD_LIMIT)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            processes.kill(proc.pid)  # the compilers it started go with it
+            proc.wait()
+            processes.unregister(proc.pid)
+        out.seek(0)
+        return code, out.read().decode("utf-8", "replace")

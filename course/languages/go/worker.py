@@ -1,0 +1,280 @@
+"""One Go test process: the catalog's test binary run under test2json, its JSON events turned into the
+runner boundary's events (course.languages.protocol).
+
+Top-level tests are announced up front; a first-level subtest (t.Run) is a case of its test and is
+announced when it starts. A test with subtests also reports its own body as a case (case ""): a
+pass, or a failure outside its subtests. A failure whose own output says nothing (a panic prints after the test's
+FAIL line, an os.Exit prints nothing) is held until the process moves on or ends, so that what
+follows can explain it.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import re
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Optional
+
+from course import processes
+from course.check.results import FAIL, PASS, SKIP
+from course.languages.go import toolchain
+from course.languages.protocol import CaseFinished, CaseId, CaseStarted, Collected, Ended, Event, Finished
+
+_RECOVERED = re.compile(r" \[recovered[^\]]*\]$")
+_FAILURE_LINE = re.compile(r"^\s*([\w.\-]+\.go):(\d+): ?(.*)$")
+_FRAME = re.compile(r"^\s+(/\S+\.go):(\d+)(?: \+0x[0-9a-f]+)?$")
+_FRAMING = ("=== RUN", "=== NAME", "=== PAUSE", "=== CONT", "--- FAIL", "--- PASS", "--- SKIP")
+_TEST_FRAME = re.compile(r"\.Test\w*(?:\.func\d+)*\(")
+_CRASH = ("panic: ", "fatal error: ")
+
+
+@dataclass
+class _Test:
+    """What a running (sub)test has said so far."""
+
+    key: str
+    output: list[str] = field(default_factory=list)
+    subtests: int = 0
+    failed_subtests: int = 0
+
+
+class Worker:
+    def __init__(self, binary: Path, package_dir: Path, module_root: Path, display_root: Path,
+                 names: dict[str, str], env: dict[str, str], *, shuffle: int | None, cover_profile: str) -> None:
+        self.names = names  # Go test name -> catalog name, the tests this process runs, in catalog order
+        self.module_root, self.display_root = module_root, display_root
+        self.pending: list[Event] = [Collected(tuple(CaseId(key=name, entry=entry) for name, entry in names.items()))]
+        self.live: dict[str, _Test] = {}
+        self.held: list[tuple[CaseFinished, list[str]]] = []
+        self.output: list[str] = []  # everything the process said, for the death message
+        self.ended_tests: set[str] = set()
+        self.eof = False
+        args = [toolchain.find().test2json, "-t", str(binary), "-test.v=test2json", "-test.count=1",
+                "-test.paniconexit0", "-test.run", "^(" + "|".join(names) + ")$"]
+        if shuffle is not None:
+            args.append(f"-test.shuffle={shuffle}")
+        if cover_profile:
+            args.append(f"-test.coverprofile={cover_profile}.{time.monotonic_ns()}")
+        processes.admit()
+        self.proc = subprocess.Popen(args, cwd=package_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        processes.register(self.proc.pid)
+        self.lines: queue.Queue = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    # ---- the boundary ------------------------------------------------------------------------------
+
+    def next_event(self, deadline: Optional[float]) -> Optional[Event]:
+        while not self.pending:
+            if self.eof:
+                return None
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                line = self.lines.get(timeout=wait)
+            except queue.Empty:
+                raise TimeoutError from None
+            if line is None:  # test2json is done: let its exit be seen before the held failures are told
+                self.eof = True
+                try:
+                    self.proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    pass
+                self.pending.extend(self._release())
+                continue
+            self.pending.extend(self._translate(line))
+        return self.pending.pop(0)
+
+    def kill(self) -> None:
+        processes.kill(self.proc.pid)  # its whole group: whatever a test started goes too
+
+    def close(self) -> Ended:
+        self.kill()
+        code = self.proc.wait()
+        processes.unregister(self.proc.pid)
+        self.reader.join(5)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        return Ended(exit_code=code, stderr=self._last_words())
+
+    # ---- test2json to events -------------------------------------------------------------------------
+
+    def _translate(self, line: bytes) -> Iterator[Event]:
+        try:
+            event = json.loads(line)
+        except ValueError:  # not an event: something test2json itself printed
+            event = {"Action": "output", "Output": line.decode("utf-8", "replace")}
+        action, name, text = event.get("Action"), event.get("Test"), event.get("Output", "")
+        if text:
+            self.output.append(text)
+            for _, output in self.held:
+                output.append(text)
+        if not name:
+            if action in ("pass", "fail") and self.ended_tests >= set(self.names):
+                yield from self._release()
+                yield Finished()
+            return
+        top, _, rest = name.partition("/")
+        case = rest.split("/", 1)[0]
+        key = f"{top}/{case}" if case else top
+        if action == "run":
+            yield from self._release()
+            self.live[name] = _Test(key)
+            if name == key:  # a test or a first-level subtest: a case
+                if case:
+                    if top in self.live:
+                        self.live[top].subtests += 1
+                    yield Collected((CaseId(key=key, entry=self.names.get(top, top), case=case),))
+                yield CaseStarted(key)
+            return
+        if action == "output":
+            for owner in {name, key}:
+                if owner in self.live:
+                    self.live[owner].output.append(text)
+            return
+        if action not in ("pass", "fail", "skip") or name not in self.live:
+            return
+        test = self.live.pop(name)
+        if name != key:
+            return  # deeper subtests count through the first-level case that holds them
+        status = {"pass": PASS, "fail": FAIL, "skip": SKIP}[action]
+        elapsed = float(event.get("Elapsed") or 0.0)
+        if case:
+            if status == FAIL and top in self.live:
+                self.live[top].failed_subtests += 1
+            yield from self._finish(key, status, test.output, elapsed)
+            crashed = any(line.startswith(_CRASH) for line in "".join(test.output).splitlines())
+            if top in self.live and not crashed:
+                yield CaseStarted(top)  # back in the test's own body, between its subtests
+            return
+        self.ended_tests.add(top)
+        if test.subtests:
+            if status == FAIL and test.failed_subtests:
+                return  # its failing cases said it all
+            elapsed = 0.0  # its own body: its time is its subtests' time
+        yield from self._finish(key, status, test.output, elapsed)
+
+    def _finish(self, key: str, status: str, output: list[str], elapsed: float) -> Iterator[Event]:
+        text = "".join(output)
+        message, where, test_line = summarize(text, self.module_root, self.display_root)
+        finished = CaseFinished(key=key, status=status, message=message if status == FAIL else "", where=where,
+                                test_line=test_line, details=_details(text) if status != PASS else "",
+                                failed_at=failed_at(text, test_line) if status == FAIL else "", duration=elapsed)
+        if status == FAIL and not message:
+            self.held.append((finished, list(output)))
+            return
+        yield finished
+
+    def _release(self) -> Iterator[Event]:
+        """The held failures, explained by what the process said after them (or by its death)."""
+        held, self.held = self.held, []
+        for finished, output in held:
+            text = "".join(output)
+            message, where, test_line = summarize(text, self.module_root, self.display_root)
+            if not message and self.lines.empty() and self.proc.poll() is not None:
+                message = death(self.proc.returncode, self.output)
+            yield CaseFinished(key=finished.key, status=finished.status,
+                               message=message or "the test failed without saying why",
+                               where=where or finished.where, test_line=test_line or finished.test_line,
+                               details=_details(text), failed_at=failed_at(text, test_line) or "exit",
+                               duration=finished.duration)
+
+    def _last_words(self) -> str:
+        """What the runner quotes when the process died inside a test: its panic, or its last lines."""
+        text = "".join(self.output)
+        for line in text.splitlines():
+            if line.startswith(_CRASH):
+                return _RECOVERED.sub("", line)
+        lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith(_FRAMING)]
+        return "\n".join(lines[-5:])
+
+
+class Done:
+    """A worker with nothing left to run."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = [Collected(()), Finished()]
+
+    def next_event(self, deadline: Optional[float]) -> Optional[Event]:
+        return self.events.pop(0) if self.events else None
+
+    def kill(self) -> None:
+        pass
+
+    def close(self) -> Ended:
+        return Ended(exit_code=0)
+
+
+def summarize(output: str, module_root: Path, display_root: Path) -> tuple[str, str, str]:
+    """(message, where in the learner's code, test file:line) of a failed test's output."""
+    lines = [line for line in output.splitlines() if not line.lstrip().startswith(_FRAMING)]
+    where = ""
+    for line in lines:
+        frame = _FRAME.match(line)
+        if frame and not frame.group(1).endswith("_test.go") and _inside(Path(frame.group(1)), module_root):
+            where = f"{_shown(display_root, Path(frame.group(1)))}:{frame.group(2)}"
+            break
+    for line in lines:
+        if line.startswith(_CRASH):
+            return _RECOVERED.sub("", line), where, ""
+    for i, line in enumerate(lines):
+        failure = _FAILURE_LINE.match(line)
+        if failure:
+            indent = len(line) - len(line.lstrip())
+            message = [failure.group(3)]
+            for more in lines[i + 1:]:
+                if _FAILURE_LINE.match(more) or len(more) - len(more.lstrip()) <= indent:
+                    break
+                message.append(more.strip())
+            return "\n".join(message).strip(), where, f"{failure.group(1)}:{failure.group(2)}"
+    return "", where, ""
+
+
+def failed_at(output: str, test_line: str) -> str:
+    """Which check failed, for kill signatures: the catalog's file:line of the first failed check, or
+    the catalog's line a panic went through, with "panic"."""
+    if test_line:
+        return test_line
+    lines = output.splitlines()
+    if not any(line.startswith(_CRASH) for line in lines):
+        return ""
+    for function, place in zip(lines, lines[1:]):  # a traceback: a function's line, then its file:line
+        frame = _FRAME.match(place)
+        if frame and _TEST_FRAME.search(function):
+            return f"{Path(frame.group(1)).name}:{frame.group(2)} panic"
+    return "panic"
+
+
+def death(code: int, output: list[str]) -> str:
+    for line in "".join(output).splitlines():
+        if line.startswith(_CRASH):
+            return _RECOVERED.sub("", line) + " (the test process ended)"
+    if code < 0:
+        return f"the test process was killed by signal {-code} during this test"
+    return f"the test process exited with code {code} during this test (os.Exit, or a crash in the code under test)"
+
+
+def _details(output: str) -> str:
+    return "\n".join(line for line in output.splitlines() if not line.lstrip().startswith(_FRAMING)).strip()
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path.resolve().is_relative_to(root.resolve())
+
+
+def _shown(root: Path, path: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)

@@ -1,0 +1,310 @@
+package provider_test
+
+// Helpers of the ag01 catalog: the language-neutral delta form of streams.json, readers that cut a
+// body into reads, a recorder that stands in for the retry sleep.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tinyllm/agent/provider"
+	"tinyllm/agent/types"
+)
+
+// readSizes are the read sizes every recorded stream is read at.
+var readSizes = []int{1, 7, 65536}
+
+// streamsFile is fixtures/ag01/streams.json, the recorded streams both tracks read.
+type streamsFile struct {
+	HandExample struct {
+		ReadSize int `json:"read_size"`
+		Events   []struct {
+			Data   string `json:"data"`
+			Deltas []any  `json:"deltas"`
+		} `json:"events"`
+		Body string `json:"body"`
+	} `json:"hand_example"`
+	Streams []recordedStream `json:"streams"`
+}
+
+type recordedStream struct {
+	Name     string `json:"name"`
+	Body     string `json:"body"`
+	Expected struct {
+		Deltas       []any          `json:"deltas"`
+		Message      map[string]any `json:"message"`
+		Usage        map[string]any `json:"usage"`
+		FinishReason string         `json:"finish_reason"`
+		Error        *string        `json:"error"`
+	} `json:"expected"`
+}
+
+var (
+	streamsOnce sync.Once
+	streams     streamsFile
+	streamsErr  error
+)
+
+// loadStreams reads streams.json from the folder named by COURSE_FIXTURES (course check sets it).
+func loadStreams(t *testing.T) streamsFile {
+	t.Helper()
+	streamsOnce.Do(func() {
+		dir := os.Getenv("COURSE_FIXTURES")
+		if dir == "" {
+			streamsErr = errors.New("COURSE_FIXTURES is not set: run the catalog with `course check`, or set it to the chapter's fixtures folder")
+			return
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, "streams.json"))
+		if err != nil {
+			streamsErr = err
+			return
+		}
+		streamsErr = json.Unmarshal(raw, &streams)
+	})
+	if streamsErr != nil {
+		t.Fatalf("reading the recorded streams: %v", streamsErr)
+	}
+	return streams
+}
+
+// neutral is a delta in the language-neutral form of streams.json, as JSON-decoded values.
+func neutral(d types.Delta) any {
+	var m map[string]any
+	switch d := d.(type) {
+	case types.TextDelta:
+		m = map[string]any{"type": "text", "text": d.Text}
+	case types.ToolCallStartDelta:
+		m = map[string]any{"type": "tool_start", "index": d.Index, "id": d.ID, "name": d.Name}
+	case types.ToolCallArgsDelta:
+		m = map[string]any{"type": "tool_args", "index": d.Index, "fragment": d.Fragment}
+	case types.ToolCallEndDelta:
+		m = map[string]any{"type": "tool_end", "index": d.Index, "id": d.Call.ID, "name": d.Call.Name, "arguments": string(d.Call.Args)}
+	case types.UsageDelta:
+		m = map[string]any{"type": "usage", "input": d.In, "output": d.Out}
+	case types.DoneDelta:
+		m = map[string]any{"type": "done", "finish_reason": d.FinishReason}
+	case types.ErrorDelta:
+		m = errorForm(d.Err)
+		m["type"] = "error"
+	default:
+		m = map[string]any{"type": fmt.Sprintf("not a delta: %#v", d)}
+	}
+	return jsonValue(m)
+}
+
+func neutralAll(ds []types.Delta) []any {
+	out := make([]any, len(ds))
+	for i, d := range ds {
+		out[i] = neutral(d)
+	}
+	return out
+}
+
+func errorForm(err error) map[string]any {
+	var se *provider.StreamError
+	switch {
+	case errors.Is(err, provider.ErrNoDone):
+		return map[string]any{"error": "stream_cut"}
+	case errors.As(err, &se):
+		return map[string]any{"error": "stream_error", "error_type": se.Type, "message": se.Message}
+	case err == nil:
+		return map[string]any{"error": nil}
+	}
+	return map[string]any{"error": fmt.Sprintf("%T", err), "message": err.Error()}
+}
+
+// errorKind is the error field of streams.json's collected form: null, stream_cut or stream_error.
+func errorKind(err error) any {
+	if err == nil {
+		return nil
+	}
+	return errorForm(err)["error"]
+}
+
+// jsonValue turns v into what json.Unmarshal gives for its JSON, so it compares with the fixtures.
+func jsonValue(v any) any {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("unmarshalable %#v: %v", v, err)
+	}
+	var out any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return fmt.Sprintf("unreadable %s: %v", raw, err)
+	}
+	return out
+}
+
+// show is v as compact JSON, for messages.
+func show(v any) string {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%#v", v)
+	}
+	return string(raw)
+}
+
+func equalJSON(a, b any) bool { return show(jsonValue(a)) == show(jsonValue(b)) }
+
+// mismatch says, in words, where two delta sequences first differ.
+func mismatch(got, want []any) string {
+	for i := 0; i < len(got) && i < len(want); i++ {
+		if !equalJSON(got[i], want[i]) {
+			return fmt.Sprintf("delta #%d differs: got %s, want %s", i, show(got[i]), show(want[i]))
+		}
+	}
+	if len(got) > len(want) {
+		return fmt.Sprintf("%d extra delta(s) at the end: %s", len(got)-len(want), show(got[len(want):]))
+	}
+	if len(got) < len(want) {
+		return fmt.Sprintf("%d delta(s) missing at the end: %s", len(want)-len(got), show(want[len(got):]))
+	}
+	return "equal"
+}
+
+// chunkedReader returns at most size bytes per Read, the way a socket delivers small packets.
+type chunkedReader struct {
+	data  []byte
+	size  int
+	reads int
+}
+
+func (r *chunkedReader) Read(p []byte) (int, error) {
+	r.reads++
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := min(r.size, len(p), len(r.data))
+	copy(p, r.data[:n])
+	r.data = r.data[n:]
+	return n, nil
+}
+
+func chunked(data []byte, size int) *chunkedReader { return &chunkedReader{data: data, size: size} }
+
+// cutReader returns data in the pieces that the cut offsets make, one piece per Read.
+type cutReader struct {
+	data []byte
+	cuts []int // increasing offsets inside data
+	pos  int
+}
+
+func (r *cutReader) Read(p []byte) (int, error) {
+	if r.pos >= len(r.data) {
+		return 0, io.EOF
+	}
+	end := len(r.data)
+	for len(r.cuts) > 0 && r.cuts[0] <= r.pos {
+		r.cuts = r.cuts[1:]
+	}
+	if len(r.cuts) > 0 {
+		end = r.cuts[0]
+	}
+	n := copy(p, r.data[r.pos:end])
+	r.pos += n
+	return n, nil
+}
+
+// readBody runs a whole body through EventReader (reads of size bytes) and Decoder; a body that
+// ends before the decoder says finished is a cut stream, as the provider reports it.
+func readBody(body []byte, size int) []types.Delta {
+	events := provider.NewEventReader(chunked(body, size))
+	decoder := provider.NewDecoder()
+	var out []types.Delta
+	for {
+		data, err := events.Next()
+		if err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				err = provider.ErrNoDone
+			}
+			return append(out, types.ErrorDelta{Err: err})
+		}
+		deltas, finished := decoder.Event(data)
+		out = append(out, deltas...)
+		if finished {
+			return out
+		}
+	}
+}
+
+func messageForm(m types.Message) any {
+	calls := []any{}
+	for _, c := range m.ToolCalls {
+		calls = append(calls, map[string]any{"id": c.ID, "name": c.Name, "arguments": string(c.Args)})
+	}
+	return jsonValue(map[string]any{"role": string(m.Role), "content": m.Content, "tool_calls": calls})
+}
+
+func user(text string) types.Message { return types.Message{Role: types.RoleUser, Content: text} }
+
+func textsOf(ds []types.Delta) []string {
+	out := []string{}
+	for _, d := range ds {
+		if td, ok := d.(types.TextDelta); ok {
+			out = append(out, td.Text)
+		}
+	}
+	return out
+}
+
+// drain reads ch to its end, failing the test if that takes longer than limit.
+func drain(t *testing.T, ch <-chan types.Delta, limit time.Duration) []types.Delta {
+	t.Helper()
+	var out []types.Delta
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for {
+		select {
+		case d, ok := <-ch:
+			if !ok {
+				return out
+			}
+			out = append(out, d)
+		case <-deadline.C:
+			t.Fatalf("the delta channel was still open after %v (deltas so far: %s); the producer must close it after the last delta", limit, show(neutralAll(out)))
+			return out
+		}
+	}
+}
+
+// sleepRecorder stands in for RetryPolicy.Sleep: it records every wait asked for and never waits.
+type sleepRecorder struct {
+	mu    sync.Mutex
+	waits []time.Duration
+}
+
+func (s *sleepRecorder) Sleep(ctx context.Context, d time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waits = append(s.waits, d)
+	return ctx.Err()
+}
+
+func (s *sleepRecorder) Waits() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Duration(nil), s.waits...)
+}
+
+func durations(ds ...time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = d.String()
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// testContext is a context that ends with the test, so no stream outlives it.
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return ctx
+}
