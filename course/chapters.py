@@ -22,7 +22,7 @@ KINDS = ("unit", "conformance", "boundary", "fault")
 # Progressive hints per catalog test: the idea, then the rule or section, then the shape of the code.
 HINT_LEVELS = 3
 # The fields of a track section every language shares; any other field is the adapter's to read.
-TRACK_FIELDS = ("files", "given", "run", "services", "mutants", "selftest", "hints", "catalog")
+TRACK_FIELDS = ("files", "given", "run", "services", "mutants", "selftest", "hints", "coverage_floor", "catalog")
 # Where a catalog entry's rule is stated for the learner: a heading of the chapter's text, or a
 # symbol of a starter file that carries a docstring ("agent/provider/sse.py::EventReader.feed").
 STATED_IN = ("section", "docstring")
@@ -89,6 +89,9 @@ class Track:
     # Hints written for this track, by catalog name, in place of the entry's (which name another
     # language's functions at their later levels).
     hints: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False, compare=False)
+    # The least coverage (percent of lines and branches) verify accepts of the reference: 100 unless
+    # the manifest records a track still short of it, so the figure can only go up.
+    coverage_floor: float = 100.0
     # The catalog entries this track runs, by name, when it has not (yet) ported all of them; empty: all.
     catalog: tuple[str, ...] = ()
 
@@ -367,8 +370,11 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             options={k: v for k, v in body.items() if k not in TRACK_FIELDS},
             selftest=f.get("selftest", str, ""),
             hints=_track_hints(f, {e.name for e in catalog}),
+            coverage_floor=float(f.get("coverage_floor", (int, float), 100)),
             catalog=f.strings("catalog", ()),
         )
+        if not 0 <= tracks[language].coverage_floor <= 100:
+            raise ManifestError(f"{f.where}: field 'coverage_floor' must be a percentage, 0 to 100")
 
     return Chapter(
         id=chapter_id,

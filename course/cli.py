@@ -405,7 +405,9 @@ def check(chapter: Any, reference: bool, select: str, case: str, stop_first: boo
                 report.entry(entry)
     report.finish(result)
     if coverage:
-        report.coverage(result, [name for name in track.files if name not in track.given], select=select or case)
+        # a learner's own files; on the reference, every file (the given ones are the course's code too)
+        mine = [name for name in track.files if repo is None or name not in track.given]
+        report.coverage(result, mine, select=select or case, whose="the reference's" if repo is None else "your")
     hint = "" if partial else diagnose(chapter, track, result)
     if hint:
         echo("")
@@ -482,7 +484,7 @@ def watch(chapter: Any, timeout: float | None, budget: float | None, poll: bool)
     later = [c for c in chapters.load_all() if c.order > chapter.order]
     failed_first = list(state.last_check.get("failing", ()))
     keys = watching.Keys()
-    stream, how = watching.changes(repo.root, track.files, keys, poll=poll)
+    saves = watching.watcher(repo.root, track.files, poll=poll)
     with keys, watching.screen(sys.stdout.isatty()) as wipe, _stopped_by_ctrl_c():
         while True:
             files_before = fingerprint(repo.root, track.files)
@@ -491,7 +493,7 @@ def watch(chapter: Any, timeout: float | None, budget: float | None, poll: bool)
             failed_first = [e.entry.name for e in result.entries if e.status != PASS]
             wipe()
             echo(f"{chapter.id}: {chapter.title}  " + click.style(
-                f"(watching {len(track.files)} files by {how}; q quits)", dim=True))
+                f"(watching {len(track.files)} files by {saves.how}; q quits)", dim=True))
             colour = "green" if result.ok else "red" if not result.passed else "yellow"
             echo(click.style(f"{time.strftime('%H:%M:%S')}  {result.passed} of {result.total} passing", fg=colour,
                              bold=True) + click.style(f"  ({result.duration:.2f} s)", dim=True))
@@ -511,7 +513,7 @@ def watch(chapter: Any, timeout: float | None, budget: float | None, poll: bool)
                 echo(click.style("hint: ", fg="cyan", bold=True)
                      + (hint or f"`course hint` for {first.test_name}, `course check -v` for every failure"))
             _record(repo, chapter.id, result, files_before, partial=False)
-            if not next(stream):
+            if not saves.wait(keys):
                 echo(click.style("\nstopped watching.", dim=True))
                 return
 
@@ -697,6 +699,7 @@ def selftest(chapter: Any, timeout: float, jobs: int | None) -> None:
     Your tests live in the chapter's selftest folder (`course start` writes an example there). Exit 0
     when every one of them passes on the reference and every documented mutant fails at least one.
     """
+    from course.mutation.documented import KILLED, TIMED_OUT
     from course.selftest import run_selftest, tests_folder
 
     target = _learner_chapter(chapter)
@@ -705,7 +708,7 @@ def selftest(chapter: Any, timeout: float, jobs: int | None) -> None:
     echo(f"{chapter.id}: your tests in {folder.relative_to(repo.root)}/, judged against the reference and "
          f"{len(track.mutants)} pitfall mutants")
     progress = _Progress(len(track.mutants), label="mutants", line=lambda r: f"  {r.mutant.id}: "
-                         f"{'caught' if r.status in ('killed', 'timeout') else 'not caught'}")
+                         f"{'caught' if r.status in (KILLED, TIMED_OUT) else 'not caught'}")
     try:
         result = run_selftest(chapter, track, repo.root, timeout=timeout, jobs=jobs, on_mutant=progress.step)
     finally:

@@ -1,19 +1,24 @@
 """`course verify`: prove a chapter sound, for every chapter and language.
 
-1. The manifest is consistent: every file, test and mutant it names exists, ids are unique.
-   Every catalog test has its hint levels and names the section of the text that explains it.
+1. The manifest is consistent: every file, test and mutant it names exists, ids are unique, and
+   each catalog entry names where the chapter states its rule (a heading, a documented symbol).
+   Every catalog test has its hint levels.
 2. The reference passes the whole catalog.
 3. Every catalog test fails on the freshly rendered stubs (a test that passes on a stub checks nothing),
    and the stubs load: what `course start` writes is in step with the reference's learner regions.
 4. The reference passes again with the cases in a shuffled order (a test that passes only because an
    earlier one left state behind is caught), seeded and the seed printed so the order can be repeated.
-5. Every documented mutant is killed by at least one of the tests the manifest says catch it.
+5. That run measures coverage: every line and branch of the reference is run by its own catalog,
+   except lines marked as excluded with the reason written beside them (a track still short of
+   that records its floor in the manifest, `coverage_floor`; the lines no test runs are listed).
+6. Every documented mutant is killed by at least one of the tests the manifest says catch it.
 Each mutant's kill signature is recorded in the chapter's signatures.json for `course check` hints.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,14 +27,16 @@ from typing import Callable
 from course import languages
 from course.chapters import HINT_LEVELS, Chapter, Track
 from course.check import run_check
+from course.check.coverage import coverage_figure, coverage_gaps, coverage_percent
 from course.check.results import PASS
+from course.errors import CourseError
 
 
 @dataclass
 class Finding:
     chapter: str
     language: str
-    step: str  # manifest | hints | reference | stubs | shuffled | mutants
+    step: str  # manifest | hints | reference | stubs | shuffled | coverage | mutants
     ok: bool
     detail: str = ""
 
@@ -74,6 +81,7 @@ def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
         from course.scaffold import starter_problems
 
         problems.extend(starter_problems(chapter, track))  # what `start` would write, out of step
+        problems.extend(stated_in_problems(chapter, track))  # which renders the starter too
     from course.services import SERVICES
 
     for service in track.services:
@@ -110,6 +118,59 @@ def default_seed(track: Track) -> int:
     return int(track.catalog_digest()[:8], 16)
 
 
+def headings(markdown: str) -> set[str]:
+    """The text of each heading (ATX style, '## 2.2 Server-sent events'), outside fenced code."""
+    found, fence = set(), ""
+    for line in markdown.splitlines():
+        stripped = line.strip()
+        if fence:
+            if stripped.startswith(fence):
+                fence = ""
+            continue
+        if stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+            continue
+        heading = re.match(r" {0,3}#{1,6}\s+(.*?)(\s+#+)?\s*$", line)
+        if heading:
+            found.add(heading.group(1))
+    return found
+
+
+def stated_in_problems(chapter: Chapter, track: Track) -> list[str]:
+    """Each catalog entry names where the chapter states the rule it checks, and that place exists:
+    a heading of the chapter's text, or a documented symbol of a file the learner receives."""
+    from course.scaffold import render
+
+    adapter = languages.get(track.language)
+    sections = headings(chapter.text_path.read_text(encoding="utf-8")) if chapter.text_path.is_file() else set()
+    other_tracks = {name for t in chapter.tracks.values() if t is not track for name in t.files}
+    problems: list[str] = []
+    rendered: dict[str, str | None] = {}
+    for entry in chapter.catalog:
+        test = adapter.test_name(entry.name)
+        if not entry.stated_in:
+            problems.append(f"{chapter.id} {test}: no stated_in (the section or docstring that states its rule)")
+        for kind, where in entry.stated_in:
+            if kind == "section" and where not in sections:
+                problems.append(f"{chapter.id} {test}: stated_in section {where!r} is not a heading of {chapter.text_path.name}")
+            if kind != "docstring":
+                continue
+            path, _, symbol = where.partition("::")
+            if path not in track.files:
+                if path not in other_tracks:
+                    problems.append(f"{chapter.id} {test}: stated_in docstring {where!r}: {path} is not a file of the chapter")
+                continue
+            if path not in rendered:
+                try:
+                    rendered[path] = render(chapter, track, path)
+                except CourseError:
+                    rendered[path] = None  # the starter's own problem, reported beside this one
+            if rendered[path] is not None and adapter.has_docstring(rendered[path], symbol) is False:
+                problems.append(f"{chapter.id} {test}: stated_in docstring {where!r}: "
+                                f"{symbol or 'the module'} has no docstring in the starter's {path}")
+    return problems
+
+
 def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], None],
                  seed: int | None = None) -> ChapterVerdict:
     from course.errors import BaselineFailed
@@ -127,7 +188,7 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
 
     problems = manifest_problems(chapter, track) + [
         f"the {track.language} track's catalog names {n!r}, which is not in the catalog" for n in unknown]
-    note("manifest", not problems, "; ".join(problems) or
+    note("manifest", not problems, "\n".join(problems) or
          f"{len(chapter.catalog)} tests, {len(track.files)} files, {len(track.mutants)} mutants")
     if problems:
         return verdict
@@ -151,11 +212,20 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
     if not reference.ok:
         return verdict
     seed = default_seed(track) if seed is None else seed
-    shuffled = run_check(chapter, track, track.reference, shuffle=seed)
+    shuffled = run_check(chapter, track, track.reference, shuffle=seed, coverage=True)
     again = f"seed {seed}; `course verify {chapter.id} --seed {seed}` repeats this order"
     note("shuffled", shuffled.ok, f"{shuffled.passed} of {shuffled.total} tests pass in a shuffled order ({again})"
          + (f"; these fail only in this order: {', '.join(sorted(shuffled.failing))}" if shuffled.failing else "")
          + (f": {shuffled.problem}" if shuffled.problem else ""))
+    measured = shuffled.coverage or {}
+    unexplained = languages.get(track.language).exclusion_problems(track)
+    short = bool(measured) and coverage_percent(measured) < track.coverage_floor
+    floor = f" (below this track's floor of {track.coverage_floor:g}%)" if short else \
+        f" (this track's floor: {track.coverage_floor:g}%; every line and branch is the goal)" \
+        if track.coverage_floor < 100 else ""
+    note("coverage", bool(measured) and not short and not unexplained,
+         "branch coverage of the reference by its catalog: " + coverage_figure(measured) + floor
+         + "".join(f"\n{gap}" for gap in coverage_gaps(measured) + unexplained))
 
     if not track.mutants:
         return verdict

@@ -70,45 +70,60 @@ def _stat(path: Path) -> tuple[int, int] | None:
     return info.st_mtime_ns, info.st_size
 
 
-def polled_changes(root: Path, files: tuple[str, ...], keys: Keys) -> Iterator[bool]:
-    """Yields True when a file changed, False when q was pressed."""
-    paths = [root / name for name in files]
-    seen = [_stat(p) for p in paths]
-    while True:
-        if keys.quit_pressed(POLL_INTERVAL):
-            yield False
-            continue
-        now = [_stat(p) for p in paths]
-        if now != seen:
-            seen = now
-            yield True
+class Polling:
+    """Saves seen by looking at the files' size and modification time a few times a second."""
+
+    how = "polling"
+
+    def __init__(self, root: Path, files: tuple[str, ...]) -> None:
+        self.paths = [root / name for name in files]
+        self.seen = [_stat(p) for p in self.paths]  # from now on: a save during the first check counts
+
+    def wait(self, keys: Keys) -> bool:
+        """True when a file changed, False when q was pressed."""
+        while True:
+            if keys.quit_pressed(POLL_INTERVAL):
+                return False
+            now = [_stat(p) for p in self.paths]
+            if now != self.seen:
+                self.seen = now
+                return True
 
 
-def notified_changes(root: Path, files: tuple[str, ...], keys: Keys) -> Iterator[bool]:
-    """The same, from the operating system's notifications (watchfiles)."""
-    import watchfiles
+class Notified:
+    """Saves heard from the operating system (watchfiles). The watcher starts listening at once,
+    and keeps what it hears between two waits, so a save made while a check runs is not lost."""
 
-    wanted = {os.path.realpath(root / name) for name in files}
-    folders = sorted({os.path.dirname(p) for p in wanted if os.path.isdir(os.path.dirname(p))}) or [str(root)]
-    for changes in watchfiles.watch(*folders, watch_filter=lambda change, path: os.path.realpath(path) in wanted,
-                                    debounce=DEBOUNCE_MS * 4, step=DEBOUNCE_MS // 4, rust_timeout=100,
-                                    yield_on_timeout=True, recursive=False, raise_interrupt=True):
-        if keys.quit_pressed():
-            yield False
-        elif changes:
-            yield True
+    how = "notifications"
+
+    def __init__(self, root: Path, files: tuple[str, ...]) -> None:
+        import watchfiles
+
+        wanted = {os.path.realpath(root / name) for name in files}
+        folders = sorted({os.path.dirname(p) for p in wanted if os.path.isdir(os.path.dirname(p))}) or [str(root)]
+        self.events = watchfiles.watch(
+            *folders, watch_filter=lambda change, path: os.path.realpath(path) in wanted,
+            debounce=DEBOUNCE_MS * 4, step=DEBOUNCE_MS // 4, rust_timeout=100, yield_on_timeout=True,
+            recursive=False, raise_interrupt=True)
+        next(self.events)  # the generator starts the watcher on its first step: listen from now on
+
+    def wait(self, keys: Keys) -> bool:
+        for changes in self.events:
+            if keys.quit_pressed():
+                return False
+            if changes:
+                return True
+        return False
 
 
-def changes(root: Path, files: tuple[str, ...], keys: Keys, *, poll: bool) -> tuple[Iterator[bool], str]:
-    """The change stream, and how it watches ('notifications' or 'polling')."""
+def watcher(root: Path, files: tuple[str, ...], *, poll: bool) -> Polling | Notified:
+    """Notifications where watchfiles is installed and works here, else polling."""
     if not poll:
         try:
-            import watchfiles  # noqa: F401
-        except ImportError:
-            poll = True
-    if poll:
-        return polled_changes(root, files, keys), "polling"
-    return notified_changes(root, files, keys), "notifications"
+            return Notified(root, files)
+        except (ImportError, OSError):  # not installed, or no watches left (inotify limits)
+            pass
+    return Polling(root, files)
 
 
 @contextmanager

@@ -31,6 +31,14 @@ def summary_line(result: CheckResult) -> str:
     return line + (f", {len(result.not_run)} skipped" if result.not_run else "")
 
 
+def reason_width() -> int:
+    """Characters a reason line may take: REASON_WIDTH, less on a narrower terminal (the lines are
+    indented, and a wrapped line is harder to read than a shortened one)."""
+    import shutil
+
+    return max(50, min(REASON_WIDTH, shutil.get_terminal_size((REASON_WIDTH + 12, 24)).columns - len(_PAD) - 2))
+
+
 def shorten(text: str, width: int = REASON_WIDTH) -> str:
     """One line cut in the middle, so both its start and its end stay readable."""
     if len(text) <= width:
@@ -56,12 +64,13 @@ def got_and_want(line: str, width: int = REASON_WIDTH) -> list[str] | None:
     room = width - 8
     differ = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
     start = 0 if max(len(got), len(want)) <= room else max(0, differ - room // 3)
-    lines = [shorten(head)] if head else []
+    lines = [shorten(head, width)] if head else []
     return lines + [f"  got:  {_around(got, start, room)}", f"  want: {_around(want, start, room)}"]
 
 
-def bounded(message: str, *, max_lines: int = MAX_REASON_LINES, width: int = REASON_WIDTH) -> list[str]:
+def bounded(message: str, *, max_lines: int = MAX_REASON_LINES, width: int | None = None) -> list[str]:
     """A failure reason in a few short lines; the tail says that -v shows the rest."""
+    width = width or reason_width()
     out: list[str] = []
     for line in message.splitlines():
         out.extend(got_and_want(line, width) or [shorten(line, width)])
@@ -132,8 +141,8 @@ class TerminalReport:
             head = f"cases {shown}: "
         if self.verbose:
             lines = (head + (case.details or case.message)).splitlines()
-        elif len(head) + len(case.message.splitlines()[0] if case.message else "") > REASON_WIDTH:
-            lines = [shorten(head.rstrip(": ") + ":")] + bounded(case.message)  # the cases, then the reason
+        elif len(head) + len(case.message.splitlines()[0] if case.message else "") > reason_width():
+            lines = [shorten(head.rstrip(": ") + ":", reason_width())] + bounded(case.message)  # cases, then reason
         else:
             lines = bounded(head + case.message)
         for line in lines or [case.status]:
@@ -171,7 +180,7 @@ class TerminalReport:
             return
         self.release()
 
-    def coverage(self, result: CheckResult, files: list[str], *, select: str = "") -> None:
+    def coverage(self, result: CheckResult, files: list[str], *, select: str = "", whose: str = "your") -> None:
         """The lines of the learner's own files that no test ran: code either unneeded or unproven."""
         self.echo("")
         measured = result.coverage or {}
@@ -183,9 +192,9 @@ class TerminalReport:
         gaps = [(name, described) for name, described in gaps if described]
         scope = "the tests chosen with -k" if select else "the catalog"
         if not gaps:
-            self.echo(f"coverage: {scope} ran every line and branch of your files")
+            self.echo(f"coverage: {scope} ran every line and branch of {whose} files")
             return
-        self.echo(f"coverage: lines of your files that {scope} never ran (unneeded, or not yet proven by a test)")
+        self.echo(f"coverage: lines of {whose} files that {scope} never ran (unneeded, or not yet proven by a test)")
         for name, described in gaps:
             self.echo(f"  {name}: {described}")
 

@@ -164,9 +164,9 @@ class Adapter(Protocol):
     def read_coverage(self, request: RunRequest) -> dict[str, FileCoverage]:
         """After a run with request.coverage: what its workers recorded in request.coverage_dir, by file."""
 
-    def has_docstring(self, source: str, symbol: str) -> bool:
+    def has_docstring(self, source: str, symbol: str) -> bool | None:
         """Whether the source defines `symbol` ('EventReader.feed'; '' for the file itself) with
-        documentation a learner reads."""
+        documentation a learner reads; None when the source cannot be read at all."""
 
     def exclusion_problems(self, track: Track) -> list[str]:
         """Lines of the reference left out of its coverage without a reason written beside them."""

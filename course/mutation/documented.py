@@ -13,6 +13,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Callable
 
@@ -23,13 +24,27 @@ from course.check.results import TIMEOUT, CheckResult
 from course.errors import BaselineFailed, StaleMutant
 from course.mutation.apply import apply
 
-KILLED, SURVIVED, TIMED_OUT, STALE = "killed", "survived", "timeout", "stale"
+class MutantStatus(str, Enum):
+    """What became of a documented mutant. A str, so it compares with and serialises as its value."""
+
+    KILLED = "killed"  # some catalog test failed on it
+    SURVIVED = "survived"  # every test passed: the catalog misses the bug
+    TIMED_OUT = "timeout"  # a test ran out of time on it (it counts as killed)
+    STALE = "stale"  # its change no longer applies to the reference
+
+    def __str__(self) -> str:
+        return self.value
+
+    __format__ = str.__format__  # f"{status:<8}" pads the value, on every Python
+
+
+KILLED, SURVIVED, TIMED_OUT, STALE = MutantStatus.KILLED, MutantStatus.SURVIVED, MutantStatus.TIMED_OUT, MutantStatus.STALE
 
 
 @dataclass
 class MutantResult:
     mutant: Mutant
-    status: str
+    status: MutantStatus
     failing: list[str] = field(default_factory=list)  # the catalog tests that failed
     signature: list[str] = field(default_factory=list)  # how it failed (CheckResult.signature)
     detail: str = ""  # why it is stale, or what stopped the run

@@ -286,3 +286,20 @@ def test_run_reports_a_syntax_error_in_one_line_and_stops_an_endless_demonstrati
     request.write_text(original + "\nwhile True:\n    pass\n")
     ran = course("run", "--timeout", "1", cwd=learner)
     assert ran.code == 1 and "did not finish within 1 s" in ran.err, ran.out + ran.err
+
+
+def test_failed_first_runs_those_tests_first_and_reports_in_catalog_order() -> None:
+    """What watch does after a failing check: the tests that failed run first (their verdict comes
+    sooner), while the result keeps the catalog's order."""
+    from course import chapters
+    from course.check import run_check
+
+    chapter = chapters.get("ag00")
+    track = chapter.track("python")
+    names = [e.name for e in chapter.catalog]
+    first = [names[-1], names[3]]
+    seen: list[str] = []
+    result = run_check(chapter, track, track.reference, first=first, on_entry=lambda e: seen.append(e.entry.name))
+    assert result.ok, result.problem
+    assert seen[:2] == [names[3], names[-1]], f"ran in the order {seen[:4]}..., want {first} first (in catalog order)"
+    assert [e.entry.name for e in result.entries] == names, "the result lists the catalog's order"

@@ -113,7 +113,7 @@ def test_verify_fails_when_a_catalog_test_passes_on_the_stubs(syn, content: Path
     tests.write_text(tests.read_text() + "\n\ndef test_always_passes() -> None:\n    assert True, 'always'\n")
     data = manifest(content)
     data["catalog"].append({"name": "always_passes", "kind": "unit", "checks": "nothing", "why": "none",
-                            "hints": ["a", "b", "c"]})
+                            "stated_in": [{"section": "Rules"}], "hints": ["a", "b", "c"]})
     data["tracks"]["python"]["mutants"] = []
     save_manifest(content, data)
     ran = syn("verify", SYN, cwd=tmp_path)

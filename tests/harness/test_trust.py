@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
+
 from tiny import CHAPTER, tiny_chapter
 
 from course.languages.python.worker import shuffled_rank
@@ -93,6 +95,88 @@ def test_check_coverage_names_the_lines_no_test_ran(course, learner: Path, tmp_p
     (learner / "calc.py").write_text(REFERENCE)
     ran = course("check", "--coverage", cwd=learner, env=env)
     assert "coverage: the catalog ran every line and branch of your files" in ran.out, ran.out
+
+
+ADDS = "def test_adds():\n    assert calc.add(1, 2) == 3, 'add(1, 2)'\n"
+
+
+def finding(out: str, step: str) -> list[str]:
+    """verify's line for one step, with the lines that continue it."""
+    lines = out.splitlines()
+    start = next((i for i, l in enumerate(lines) if l[7:].startswith(step)), None)
+    if start is None:
+        return []
+    rest = [l for l in lines[start + 1:]]
+    more = next((i for i, l in enumerate(rest) if not l.startswith(" " * 17)), len(rest))
+    return [lines[start]] + [l.strip() for l in rest[:more]]
+
+
+def test_the_coverage_gate_fails_a_reference_with_an_untested_branch(course, tmp_path: Path) -> None:
+    root = tiny_chapter(tmp_path / "content", tests=ADDS, reference=BRANCHY)
+    ran = course("verify", CHAPTER, cwd=tmp_path, env={"COURSE_CONTENT": str(root)})
+    assert ran.code == 1, ran.out + ran.err
+    step = finding(ran.out, "coverage")
+    assert step and "FAIL" in step[0], ran.out
+    assert "branch coverage of the reference by its catalog: " in step[0], step
+    assert "55.6% (1 of 2 branches, 4 of 7 lines)" in step[0], step
+    assert step[1:] == ["calc.py: 3-4, 9"], step
+
+    # a track short of 100% may record its floor: verify holds it there, and still lists the gaps
+    manifest = root / "chapters" / CHAPTER / "chapter.yaml"
+    data = yaml.safe_load(manifest.read_text())
+    data["tracks"]["python"]["coverage_floor"] = 55
+    manifest.write_text(yaml.safe_dump(data, sort_keys=False))
+    ran = course("verify", CHAPTER, cwd=tmp_path, env={"COURSE_CONTENT": str(root)})
+    step = finding(ran.out, "coverage")
+    assert ran.code == 0 and "ok" in step[0] and "(this track's floor: 55%" in step[0], ran.out
+    assert step[1:] == ["calc.py: 3-4, 9"], step
+    data["tracks"]["python"]["coverage_floor"] = 60
+    manifest.write_text(yaml.safe_dump(data, sort_keys=False))
+    ran = course("verify", CHAPTER, cwd=tmp_path, env={"COURSE_CONTENT": str(root)})
+    step = finding(ran.out, "coverage")
+    assert ran.code == 1 and "FAIL" in step[0] and "(below this track's floor of 60%)" in step[0], ran.out
+
+    # the same gaps, each excluded with a reason, pass; an exclusion without one is named
+    explained = BRANCHY.replace("    if a < 0:", "    if a < 0:  # pragma: no branch - negative input is the caller's bug") \
+        .replace("        a = -a", "        a = -a  # pragma: no cover - kept for the demonstration only") \
+        .replace("        b = b", "        b = b  # pragma: no cover - kept for the demonstration only") \
+        .replace("def unused():", "def unused():  # pragma: no cover")
+    root = tiny_chapter(tmp_path / "content", tests=ADDS, reference=explained)
+    ran = course("verify", CHAPTER, cwd=tmp_path, env={"COURSE_CONTENT": str(root)})
+    step = finding(ran.out, "coverage")
+    assert "FAIL" in step[0] and "100%" in step[0], step
+    assert step[1:] == ["calc.py:8: `# pragma: no cover` without a reason (say on the same line why no test runs it)"], step
+
+    root = tiny_chapter(tmp_path / "content", tests=ADDS,
+                        reference=explained.replace("def unused():  # pragma: no cover",
+                                                    "def unused():  # pragma: no cover - an example of dead code"))
+    ran = course("verify", CHAPTER, cwd=tmp_path, env={"COURSE_CONTENT": str(root)})
+    assert ran.code == 0, ran.out + ran.err
+    assert "ok   coverage  branch coverage of the reference by its catalog: 100%" in ran.out, ran.out
+
+
+def test_verify_names_a_stated_in_that_points_nowhere(course, tmp_path: Path) -> None:
+    places = [{"section": "Rules"}, {"section": "No such heading"}, {"docstring": "calc.py::add"},
+              {"docstring": "calc.py::subtract"}, {"docstring": "calc.py"}, {"docstring": "other.py::add"}]
+    starter = '"""Adding numbers."""\n\n\ndef add(a, b):\n    raise NotImplementedError("add")\n\n\ndef subtract(a, b):\n    """The difference."""\n'
+    root = tiny_chapter(tmp_path / "content", tests=ADDS, reference=REFERENCE, starter=starter, stated_in=places)
+    ran = course("verify", CHAPTER, cwd=tmp_path, env={"COURSE_CONTENT": str(root)})
+    assert ran.code == 1, ran.out + ran.err
+    step = finding(ran.out, "manifest")
+    assert "FAIL" in step[0], ran.out
+    got = [step[0].split("manifest", 1)[1].strip()] + step[1:]
+    assert got == [
+        "tiny test_adds: stated_in section 'No such heading' is not a heading of text.md",
+        "tiny test_adds: stated_in docstring 'calc.py::add': add has no docstring in the starter's calc.py",
+        "tiny test_adds: stated_in docstring 'other.py::add': other.py is not a file of the chapter",
+    ], got
+
+    # a heading inside a fenced code block is not a heading; an entry without stated_in is named too
+    text = "# tiny\n\n```\n# Rules\n```\n"
+    root = tiny_chapter(tmp_path / "content", tests=ADDS, reference=REFERENCE, text=text, stated_in=[])
+    ran = course("verify", CHAPTER, cwd=tmp_path, env={"COURSE_CONTENT": str(root)})
+    step = finding(ran.out, "manifest")
+    assert "tiny test_adds: no stated_in (the section or docstring that states its rule)" in step[0], step
 
 
 TWO_FAILING_CASES = """\

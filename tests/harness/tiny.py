@@ -37,7 +37,9 @@ def tiny_chapter(root: Path, *, tests: str, reference: str, starter: str = START
     learner's own tests that `start` writes (as tests_mine/test_mine.py)."""
     names = re.findall(r"^def test_(\w+)\(", textwrap.dedent(tests), flags=re.M)
     catalog = [{"name": name, "kind": "unit", "checks": f"{name} works", "why": "a harness test needs it",
-                "stated_in": stated_in if stated_in is not None else [{"section": "Rules"}]} for name in names]
+                "stated_in": stated_in if stated_in is not None else [{"section": "Rules"}],
+                "hints": [f"{name}: the idea", f"{name}: the rule, in Rules", f"{name}: the shape of the code"]}
+               for name in names]
     manifest = {
         "format_version": 1, "id": CHAPTER, "title": "Tiny", "order": 99,
         "pitfalls": pitfalls or [{"id": 1, "title": "a wrong sum"}],

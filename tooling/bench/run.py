@@ -2,7 +2,8 @@
 
     python tooling/bench/run.py [cli] [sse] [mutants] [go-sse] [go-check] [go-mutants]   (all when none is named)
 
-cli      `course check ag01 --reference` against a bare `python -m pytest` of one trivial test
+cli      `course check ag01 --reference` and `course check ag02 --reference` against a bare
+         `python -m pytest` of one trivial test
          (target: median within 2x), and `course --help` (target: under 150 ms), runs interleaved.
 sse      the reference EventReader against httpx-sse's decoder (and openai-python's) on the same
          4 MB chat-completions stream read 4 KiB at a time, with short chunks and with chunks shaped
@@ -75,15 +76,17 @@ def bench_cli(runs: int = 15) -> None:
             "pytest, one trivial test": (pytest_args, Path(tmp)),
             "pytest, one trivial test, no plugin autoload": (["env", "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", *pytest_args], Path(tmp)),
             "course check ag01 --reference": (course + ["check", "ag01", "--reference"], Path(tmp)),
+            "course check ag02 --reference": (course + ["check", "ag02", "--reference"], Path(tmp)),
             "course --help": (course + ["--help"], Path(tmp)),
             "python -S -c pass": ([PY, "-S", "-c", "pass"], None),
             "course --help, python -S": (["env", f"PYTHONPATH={bare_path}", PY, "-S", "-m", "course", "--help"], Path(tmp)),
         }, runs)
     for name, median in medians.items():
         print(f"  {name:<46} {median * 1000:7.0f} ms (median of {runs})")
-    check = medians["course check ag01 --reference"]
-    for peer in ("pytest, one trivial test", "pytest, one trivial test, no plugin autoload"):
-        print(f"  check --reference / {peer}: {check / medians[peer]:.2f}x (target <= 2x)")
+    for chapter in ("ag01", "ag02"):
+        check = medians[f"course check {chapter} --reference"]
+        for peer in ("pytest, one trivial test", "pytest, one trivial test, no plugin autoload"):
+            print(f"  check {chapter} --reference / {peer}: {check / medians[peer]:.2f}x (target <= 2x)")
     print(f"  course --help: {medians['course --help'] * 1000:.0f} ms, {medians['course --help, python -S'] * 1000:.0f} ms "
           f"without site hooks (target < 150 ms)")
 

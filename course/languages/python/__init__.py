@@ -100,13 +100,13 @@ class PythonAdapter:
     def read_coverage(self, request: RunRequest) -> dict[str, FileCoverage]:
         return measure.read(request.coverage_dir, request.code_root.resolve(), list(request.track.files))
 
-    def has_docstring(self, source: str, symbol: str) -> bool:
+    def has_docstring(self, source: str, symbol: str) -> bool | None:
         """Whether `symbol` ('EventReader.feed'; '' for the module) is defined in the source with a
-        docstring."""
+        docstring; None for a source that does not parse (verify's stubs step says so)."""
         try:
             node: ast.AST = ast.parse(source)
         except SyntaxError:
-            return False
+            return None
         for name in symbol.split(".") if symbol else []:
             node = next((child for child in getattr(node, "body", [])
                          if isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from course.check.results import FileCoverage

@@ -279,9 +279,9 @@ def test_preview_bounded(chars, ok):
         assert code == "preview_limit", f"{chars} characters is one past the 64,000 bound: got {code!r}"
         assert len(recorder.reports) == 1, "the delta that crosses the bound is not reported"
     # Every delta counts, however small.
-    many = [created()] + [text_delta("xyz") for _ in range(chars // 3)] + [text_delta("x" * (chars % 3))]
+    many = [created()] + [text_delta("x" * 100) for _ in range(chars // 100)] + [text_delta("x" * (chars % 100))]
     got = outcome(many)
-    assert got == ("no decision" if ok else "failure preview_limit"), f"{chars} characters in 3-character deltas: {got}"
+    assert got == ("no decision" if ok else "failure preview_limit"), f"{chars} characters in 100-character deltas: {got}"
 
 
 @pytest.mark.parametrize("size, ok", [(16_000, True), (16_001, False)])

@@ -97,13 +97,16 @@ class SSEStream:
         return line
 
     async def _piece(self) -> bytes:
-        """The next piece of the body; b"" at its end."""
+        """The next piece of the body; b"" at its end. One timeout bounds the reads of one piece."""
+        return await asyncio.wait_for(self._read_piece(), self._timeout)
+
+    async def _read_piece(self) -> bytes:
         if self._chunked:
-            size = int((await self._line()).split(b";")[0], 16)
-            piece = await asyncio.wait_for(self._reader.readexactly(size + 2), self._timeout)
+            size = int((await self._reader.readline()).split(b";")[0], 16)  # a cut size line fails here
+            piece = await self._reader.readexactly(size + 2)
             return piece[:-2]  # the chunk's data without its CRLF; a zero-size chunk ends the body
         want = 65536 if self._left is None else min(self._left, 65536)
-        piece = await asyncio.wait_for(self._reader.read(want), self._timeout) if want else b""
+        piece = await self._reader.read(want) if want else b""
         if self._left is not None:
             if want and not piece:
                 raise EOFError("the connection closed before Content-Length bytes arrived")

@@ -1,0 +1,96 @@
+"""`course watch` end to end in a pseudo-terminal, as a learner sees it: a save redraws the screen
+with the new verdict, a full pass says what comes next, q leaves."""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, copy_reference
+from test_learner_loop import CATALOG, CHAPTER
+
+pty = pytest.importorskip("pty")
+CLEAR = "\x1b[2J"
+
+
+class Screen:
+    """A command running on a pseudo-terminal, and everything it has written so far."""
+
+    def __init__(self, args: list[str], cwd: Path) -> None:
+        self.master, slave = pty.openpty()
+        env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", "TERM": "xterm"}
+        self.process = subprocess.Popen([sys.executable, "-m", "course", *args], cwd=cwd, env=env,
+                                        stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+        os.close(slave)
+        self.text = ""
+
+    def read(self, seconds: float) -> None:
+        ready, _, _ = select.select([self.master], [], [], seconds)
+        if ready:
+            try:
+                self.text += os.read(self.master, 65536).decode("utf-8", "replace")
+            except OSError:  # the command ended and its side of the terminal closed
+                time.sleep(seconds)
+
+    def wait_for(self, predicate, seconds: float = 120) -> None:  # noqa: ANN001
+        deadline = time.monotonic() + seconds
+        while not predicate(self.text):
+            assert time.monotonic() < deadline, f"the screen never showed it; it shows:\n{self.last()}"
+            self.read(0.1)
+
+    def last(self) -> str:
+        """The current screen: what was written since it was last cleared."""
+        return self.text.rsplit(CLEAR, 1)[-1]
+
+    def screens(self) -> int:
+        return self.text.count(CLEAR)
+
+    def press(self, key: str) -> None:
+        os.write(self.master, key.encode())
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        os.close(self.master)
+
+
+@pytest.mark.parametrize("mode", [[], ["--poll"]], ids=["notifications", "polling"])
+def test_watch_redraws_on_save_says_what_next_when_done_and_quits_on_q(course, learner: Path, mode: list[str]) -> None:
+    assert course("start", CHAPTER, cwd=learner).code == 0
+    screen = Screen(["watch", *mode], learner)
+    try:
+        # a screen is complete with its last line: the hint, or what comes next
+        screen.wait_for(lambda t: f"0 of {len(CATALOG)} passing" in t and "hint: " in t.rsplit(CLEAR, 1)[-1])
+        first = screen.last()
+        assert f"FAIL    {CATALOG[0]}" in first and "not implemented yet" in first, first
+        assert "course hint" in first, "the hint line is on the screen"
+        shown = screen.screens()
+
+        copy_reference(CHAPTER, learner / "reference-copy")  # the learner finishes one file, then all
+        shutil.copy(learner / "reference-copy" / "agent" / "provider" / "sse.py", learner / "agent" / "provider" / "sse.py")
+        screen.wait_for(lambda t: t.count(CLEAR) > shown and "hint: " in t.rsplit(CLEAR, 1)[-1])
+        assert "passing" in screen.last() and f"0 of {len(CATALOG)} passing" not in screen.last(), screen.last()
+        shown = screen.screens()
+
+        copy_reference(CHAPTER, learner)
+        screen.wait_for(lambda t: "begins the next chapter" in t.rsplit(CLEAR, 1)[-1])
+        done = screen.last()
+        assert f"{len(CATALOG)} of {len(CATALOG)} passing" in done and "course diff" in done, done
+        assert "course start ag02" in done, "the next chapter is named"
+
+        screen.press("q")
+        assert screen.process.wait(timeout=60) == 0
+        screen.read(0.2)
+        assert "stopped watching" in screen.text
+    finally:
+        screen.close()
+    listed = course("list", cwd=learner)
+    assert "[passed]" in listed.out, "what watch saw is recorded as progress"
