@@ -275,6 +275,7 @@ def test_decoder_bad_events():
     fields = (type(error).__name__, getattr(error, "type", None), getattr(error, "code", None), getattr(error, "message", None))
     want = ("StreamError", "server_error", "overloaded", "The server had an error")
     assert fields == want, f"the error event's ErrorDelta (class, type, code, message): got {fields!r}, want {want!r}"
+    assert str(error) == "stream error server_error: The server had an error", f"str() of the StreamError: got {str(error)!r}"
 
     got, finished = sse.Decoder().decode('{"error": "upstream overloaded"}')
     error = got[0].error if len(got) == 1 and isinstance(got[0], types.ErrorDelta) else None
@@ -599,6 +600,8 @@ def test_api_error_raised(fake):
         f"a 502 with a proxy's HTML page as its body, APIError (status, type, code, message): got {got!r}, "
         f"want {want!r} (no JSON error object: the body's text, stripped, is the message)"
     )
+    assert str(err) == f"HTTP 502: {page}", f"str() of an APIError without a type: got {str(err)!r}, want 'HTTP 502: ' and the page"
+    assert str(errors.APIError(503)) == "HTTP 503", f"str(APIError(503)): got {str(errors.APIError(503))!r}, want 'HTTP 503'"
 
     # Retry-After is delta-seconds, a finite number >= 0; anything else (the HTTP-date form included) is no hint
     for header in ("-1", "inf", "nan", "Wed, 21 Oct 2015 07:28:00 GMT"):
