@@ -18,13 +18,10 @@ from typing import Any, Iterable, Iterator
 import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT202012
 
 from course.fake_model.errors import APIError
 
 CONTRACT_NAME = "openai-subset.v1.yaml"
-_URI = "urn:course:contracts:openai-subset.v1"
 
 
 def contract_path() -> Path:
@@ -47,8 +44,53 @@ def validator(schema_name: str) -> Draft202012Validator:
     doc = document()
     if schema_name not in doc["components"]["schemas"]:
         raise KeyError(f"the contract has no schema {schema_name!r}")
-    registry = Registry().with_resource(_URI, Resource(contents=doc, specification=DRAFT202012))
-    return Draft202012Validator({"$ref": f"{_URI}#/components/schemas/{schema_name}"}, registry=registry)
+    return Draft202012Validator(_schema(f"#/components/schemas/{schema_name}"))
+
+
+@lru_cache(maxsize=None)
+def _fast_validator(schema_name: str) -> Draft202012Validator:
+    """The same schema with each discriminated oneOf checked by its discriminator alone: one branch
+    validated instead of all of them. It only says valid or not; errors come from :func:`validator`."""
+    return Draft202012Validator(_by_discriminator(_schema(f"#/components/schemas/{schema_name}")))
+
+
+def _by_discriminator(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_by_discriminator(value) for value in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: _by_discriminator(value) for key, value in node.items()}
+    disc = node.get("discriminator")
+    if disc and "oneOf" in node:
+        prop, mapping = disc["propertyName"], disc["mapping"]
+        node = {
+            "type": "object",
+            "required": [prop],
+            "properties": {prop: {"enum": list(mapping)}},
+            "allOf": [{"if": {"properties": {prop: {"const": value}}}, "then": _by_discriminator(_schema(target))}
+                      for value, target in mapping.items()],
+        }
+    return node
+
+
+@lru_cache(maxsize=None)
+def _schema(pointer: str) -> dict[str, Any]:
+    """The schema at a local pointer with every reference replaced by its target (the contract has no
+    recursive references): validation then never resolves a reference, which makes it several times faster."""
+    node: Any = document()
+    for part in pointer.lstrip("#/").split("/"):
+        node = node[part]
+    return _inline(node)
+
+
+def _inline(node: Any) -> Any:
+    if isinstance(node, dict):
+        if "$ref" in node:
+            return _schema(node["$ref"])
+        return {key: _inline(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_inline(value) for value in node]
+    return node
 
 
 def problems(schema_name: str, instance: Any) -> list[str]:
@@ -58,6 +100,8 @@ def problems(schema_name: str, instance: Any) -> list[str]:
 
 def check_request(schema_name: str, body: Any) -> None:
     """Raise the APIError the real API would answer for the first problem of this request body."""
+    if _fast_validator(schema_name).is_valid(body):
+        return
     v = validator(schema_name)
     errors = [precise for e in v.iter_errors(body) for precise in _refine(v, e)]
     if errors:
@@ -111,7 +155,7 @@ def _branch_for(v: Draft202012Validator, schema: dict[str, Any], instance: Any) 
         if value not in mapping:
             return ValidationError("bad discriminator", validator="enum", validator_value=list(mapping), instance=value,
                                    schema={"enum": list(mapping)}, path=deque([prop]))
-        return {"$ref": f"{_URI}{mapping[value]}"}
+        return _schema(mapping[value])
     kind = _json_type(instance)
     matching = [b for b in schema["oneOf"] if kind in _types_of(v, b) or (kind == "integer" and "number" in _types_of(v, b))]
     return matching[0] if len(matching) == 1 else None
@@ -119,9 +163,6 @@ def _branch_for(v: Draft202012Validator, schema: dict[str, Any], instance: Any) 
 
 def _types_of(v: Draft202012Validator, schema: dict[str, Any]) -> list[str]:
     """The JSON types a schema accepts, in the order it declares them."""
-    if "$ref" in schema:
-        ref = schema["$ref"]
-        schema = v.registry.resolver(base_uri=_URI).lookup(ref if ref.startswith("urn:") else _URI + ref).contents
     if "oneOf" in schema:
         return list(dict.fromkeys(t for b in schema["oneOf"] for t in _types_of(v, b)))
     if "const" in schema:

@@ -74,7 +74,9 @@ def send_stream(responder: Responder, events: list[bytes], delivery: Delivery, *
     """
     if not responder.pause(delivery.head_stall):
         return
-    if not responder.start(status, headers, byte_delay=delivery.head_byte_delay):
+    # The head waits for the first event unless the script wants its bytes apart (pieces, a stall first).
+    together = not delivery.piece and delivery.stall_after != 0
+    if not responder.start(status, headers, byte_delay=delivery.head_byte_delay, hold=together):
         return
     if not _write_all(responder, _pieces(events, delivery.piece), delivery):
         return

@@ -82,6 +82,7 @@ class Responder:
         self.started = False
         self.finished = False  # the answer is complete, or the connection is done for
         self.broken = False  # the connection must not carry another request
+        self._held = b""  # a head waiting for the first piece of the body
 
     # ---- whole answers ---------------------------------------------------------------------------
 
@@ -93,15 +94,20 @@ class Responder:
 
     # ---- streamed answers ------------------------------------------------------------------------
 
-    def start(self, status: int, headers: tuple[tuple[str, str], ...] = (), *, byte_delay: float = 0.0) -> bool:
+    def start(self, status: int, headers: tuple[tuple[str, str], ...] = (), *, byte_delay: float = 0.0,
+              hold: bool = False) -> bool:
         """Send the head. Without a Content-Length the body is chunked (close-delimited for HTTP/1.0).
 
-        ``byte_delay`` > 0 sends the head one byte at a time with that pause between bytes (a slow head).
+        ``byte_delay`` > 0 sends the head one byte at a time with that pause between bytes (a slow head);
+        ``hold`` keeps the head until the first write, so head and first event share one packet.
         """
         all_headers = [("Date", email.utils.formatdate(usegmt=True)), ("Server", SERVER_NAME), *headers]
         reason = _reason(status)
         head = self._conn.send(h11.Response(status_code=status, headers=all_headers, reason=reason))
         self.started = True
+        if hold and byte_delay <= 0:
+            self._held = head  # goes out with the first piece of the body: one packet, not two
+            return True
         if byte_delay <= 0:
             return self._sendall(head)
         for i in range(len(head)):
@@ -139,11 +145,13 @@ class Responder:
 
     def close(self) -> None:
         """End the connection now with a clean TCP close (FIN), whatever the framing still owes."""
+        self._flush()
         self.finished = self.broken = True
         _close_gently(self._sock, linger=0.0)
 
     def reset(self) -> None:
         """Abort the connection with a TCP RST, after what was sent so far has reached the client."""
+        self._flush()
         self.finished = self.broken = True
         _drain_outgoing(self._sock, 0.5)
         try:
@@ -179,9 +187,15 @@ class Responder:
             self._stopping.wait(timeout)
         return gone
 
+    def _flush(self) -> None:
+        if self._held:
+            self._sendall(b"")
+
     def _sendall(self, data: bytes) -> bool:
         if self.broken and self.finished:
             return False
+        if self._held:
+            data, self._held = self._held + data, b""
         try:
             self._sock.sendall(data)
             return True

@@ -202,3 +202,11 @@ def test_a_missing_learner_file_is_one_clear_error(syn, learner: Path, content: 
     ran = syn("check", cwd=learner)
     assert ran.code == 1 and "pkg/calc.py is missing" in ran.out and "course start" in ran.out, ran.out
     assert "Traceback" not in ran.out + ran.err
+
+
+def test_option_errors_are_one_line_like_every_usage_error(course, tmp_path: Path) -> None:
+    for args, words in ((("check", "--timeout", "0"), "--timeout"), (("check", "--language", "cobol"), "--language"),
+                        (("fake-model", "--port", "70000"), "--port"), (("nosuchcommand",), "nosuchcommand")):
+        ran = course(*args, cwd=tmp_path)
+        lines = ran.err.strip().splitlines()
+        assert ran.code == 2 and len(lines) == 1 and words in lines[0] and "--help" in lines[0], (args, ran.err)

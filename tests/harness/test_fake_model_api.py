@@ -15,6 +15,7 @@ import pytest
 
 from course import fake_model
 from course.fake_model import contract, replies
+from test_fake_model_http import exchange, post
 
 REPO = Path(__file__).resolve().parents[2]
 USER = {"role": "user", "content": "Weather in Paris?"}
@@ -214,18 +215,10 @@ def test_faketool_conversation(fm):
 # ---- faults --------------------------------------------------------------------------------------------------------
 
 
-def stream_raw(fm, *, timeout: float = 20.0) -> bytes:
-    """The raw bytes after the head of one streamed answer, until the server closes or resets."""
+def stream_raw(fm) -> bytes:
+    """The raw bytes after the head of one streamed answer, until the server closes (or resets: "<RST>")."""
     body = json.dumps({"model": "m", "messages": [USER], "stream": True}).encode()
-    with socket.create_connection(("127.0.0.1", fm.port), timeout=timeout) as s:
-        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
-        out = bytearray()
-        try:
-            while chunk := s.recv(65536):
-                out += chunk
-        except ConnectionResetError:
-            out += b"<RST>"
-    return bytes(out).partition(b"\r\n\r\n")[2]
+    return exchange(fm.port, post(body, "Connection: close")).partition(b"\r\n\r\n")[2]
 
 
 def test_cut_mid_chunk_closes_inside_an_http_chunk(fm):
@@ -419,3 +412,27 @@ def test_cli_serves_a_script_until_interrupted(tmp_path):
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0 and "Traceback" not in err, err
+
+
+def test_fast_check_agrees_with_the_full_schema():
+    """Valid requests are checked by discriminator alone (one branch per message): it must say exactly what
+    the full schema says, on every request of these tables and on damaged copies of them."""
+    import random
+
+    fast, full = contract._fast_validator("CreateChatCompletionRequest"), contract.validator("CreateChatCompletionRequest")
+    bodies = [b for b, *_ in BAD_REQUESTS.values()] + list(GOOD_REQUESTS.values())
+    rng = random.Random(8)
+    junk = [None, 0, 1.5, "", "x", [], {}, {"role": "user"}, {"role": "nobody", "content": "x"}, True]
+    for body in list(bodies):
+        for _ in range(30):
+            copy = json.loads(json.dumps(body))
+            node = copy
+            while isinstance(node, (dict, list)) and node and rng.random() < 0.7:
+                key = rng.choice(list(node) if isinstance(node, dict) else range(len(node)))
+                if not isinstance(node[key], (dict, list)) or rng.random() < 0.3:
+                    node[key] = rng.choice(junk)
+                    break
+                node = node[key]
+            bodies.append(copy)
+    for body in bodies:
+        assert fast.is_valid(body) == full.is_valid(body), body

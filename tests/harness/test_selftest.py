@@ -25,13 +25,13 @@ def _setup(course, tmp_path: Path, learner: Path) -> dict[str, str]:
                         pitfalls=PITFALLS, selftest=EXAMPLE)
     env = {"COURSE_CONTENT": str(root)}
     ran = course("start", CHAPTER, cwd=learner, env=env)
-    assert ran.code == 0 and "wrote  tests_mine/test_mine.py" in ran.out, ran.out + ran.err
+    assert ran.code == 0 and "wrote  tests_mine/tiny/test_mine.py" in ran.out, ran.out + ran.err
     return env
 
 
 def test_selftest_counts_the_mutants_the_learners_tests_catch(course, tmp_path: Path, learner: Path) -> None:
     env = _setup(course, tmp_path, learner)
-    mine = learner / "tests_mine" / "test_mine.py"
+    mine = learner / "tests_mine" / CHAPTER / "test_mine.py"
     mine.write_text(EXAMPLE + "\n\ndef test_zero_first():\n    assert calc.add(0, 4) == 4, 'add(0, 4)'\n")
     ran = course("selftest", cwd=learner, env=env)
     assert ran.code == 1, "a mutant not caught: exit 1\n" + ran.out + ran.err
@@ -48,7 +48,7 @@ def test_selftest_counts_the_mutants_the_learners_tests_catch(course, tmp_path: 
 
 def test_a_test_that_fails_on_the_reference_is_a_wrong_expectation(course, tmp_path: Path, learner: Path) -> None:
     env = _setup(course, tmp_path, learner)
-    mine = learner / "tests_mine" / "test_mine.py"
+    mine = learner / "tests_mine" / CHAPTER / "test_mine.py"
     mine.write_text(EXAMPLE + "\n\ndef test_wrong():\n    assert calc.add(1, 1) == 3, 'one and one make three'\n")
     ran = course("selftest", cwd=learner, env=env)
     assert ran.code == 1, ran.out + ran.err
@@ -60,7 +60,7 @@ def test_a_test_that_fails_on_the_reference_is_a_wrong_expectation(course, tmp_p
 
 def test_selftest_without_tests_or_with_a_hang(course, tmp_path: Path, learner: Path) -> None:
     env = _setup(course, tmp_path, learner)
-    mine = learner / "tests_mine" / "test_mine.py"
+    mine = learner / "tests_mine" / CHAPTER / "test_mine.py"
     mine.write_text("import calc\n\n\ndef test_hangs():\n    while True:\n        pass\n")
     ran = course("selftest", "--timeout", "1", cwd=learner, env=env, timeout=120)
     assert ran.code == 1 and "WRONG  test_hangs" in ran.out and "longer than 1 s" in ran.out, ran.out + ran.err

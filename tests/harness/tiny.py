@@ -34,7 +34,7 @@ def tiny_chapter(root: Path, *, tests: str, reference: str, starter: str = START
                  pitfalls: list[dict] | None = None, selftest: str = "") -> Path:
     """Write the chapter under `root` (a content folder) and return `root`. Every test_ function of
     `tests` becomes a catalog entry, in file order. `selftest`, when given, is the example of the
-    learner's own tests that `start` writes (as tests_mine/test_mine.py)."""
+    learner's own tests that `start` writes (as tests_mine/tiny/test_mine.py)."""
     names = re.findall(r"^def test_(\w+)\(", textwrap.dedent(tests), flags=re.M)
     catalog = [{"name": name, "kind": "unit", "checks": f"{name} works", "why": "a harness test needs it",
                 "stated_in": stated_in if stated_in is not None else [{"section": "Rules"}],
@@ -45,7 +45,7 @@ def tiny_chapter(root: Path, *, tests: str, reference: str, starter: str = START
         "pitfalls": pitfalls or [{"id": 1, "title": "a wrong sum"}],
         "catalog": catalog,
         "tracks": {"python": {"files": ["calc.py"], "modules": ["calc"], "mutants": mutants or [],
-                              **({"selftest": "tests_mine/test_mine.py"} if selftest else {})}},
+                              **({"selftest": f"tests_mine/{CHAPTER}/test_mine.py"} if selftest else {})}},
     }
     files = {
         f"chapters/{CHAPTER}/chapter.yaml": yaml.safe_dump(manifest, sort_keys=False),
@@ -53,7 +53,7 @@ def tiny_chapter(root: Path, *, tests: str, reference: str, starter: str = START
         f"starter/python/{CHAPTER}/calc.py": starter,
         f"reference/python/{CHAPTER}/calc.py": textwrap.dedent(reference),
         f"tests/python/{CHAPTER}/test_tiny.py": "import calc\n\n" + textwrap.dedent(tests),
-        **({f"starter/python/{CHAPTER}/tests_mine/test_mine.py": textwrap.dedent(selftest)} if selftest else {}),
+        **({f"starter/python/{CHAPTER}/tests_mine/{CHAPTER}/test_mine.py": textwrap.dedent(selftest)} if selftest else {}),
     }
     for name, body in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)

@@ -11,12 +11,13 @@ concurrent   S streams at once, each on its own connection: all must complete; p
              time to the last byte.
 idle         after C more requests (keep-alive and one-shot connections, half of them streamed), the
              server process's open file descriptors and threads are back to their idle count.
+
+The server runs in a child process, as it does for a learner (`course fake-model`).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import socket
@@ -29,29 +30,61 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from course import fake_model  # noqa: E402
-
 BODY = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}).encode()
 REQUEST = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
            b"Content-Length: %d\r\n\r\n%s" % (len(BODY), BODY))
 PREDECESSOR = "a39aa1b"
 
 
-def predecessor():
-    """The single-file fake model this package replaced, loaded from git history (None if unavailable)."""
+def predecessor_source() -> bytes | None:
+    """The single-file fake model this package replaced, from git history (None if unavailable)."""
     done = subprocess.run(["git", "-C", str(REPO), "show", f"{PREDECESSOR}:course/fake_model.py"], capture_output=True)
-    if done.returncode != 0:
-        return None
-    with tempfile.TemporaryDirectory(prefix="bench-old-fake-") as folder:
-        path = Path(folder) / "old_fake_model.py"
-        path.write_bytes(done.stdout)
-        spec = importlib.util.spec_from_file_location("old_fake_model", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["old_fake_model"] = module  # dataclasses look their module up while the class is built
-        spec.loader.exec_module(module)
-    return module
+    return done.stdout if done.returncode == 0 else None
+
+
+# The server runs in a process of its own, as it does for a learner: a client in the same process
+# would share its interpreter lock and measure the lock, not the server.
+SERVE = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import {module} as fake
+with fake.FakeModel() as fm:
+    fm.script(*[fake.text(*[f"tok{{i}} " for i in range(50)]) for _ in range(int(sys.argv[2]))])
+    print(fm.port, flush=True)
+    sys.stdin.read()
+"""
+
+
+class Served:
+    """A fake model in a child process: its port and pid; stopped by closing its stdin."""
+
+    def __init__(self, source: bytes | None = None, scripted: int = 0) -> None:
+        self._folder = tempfile.TemporaryDirectory(prefix="bench-fake-")
+        if source is None:
+            root, module = str(REPO), "course.fake_model"
+        else:
+            root, module = self._folder.name, "old_fake_model"
+            (Path(root) / "old_fake_model.py").write_bytes(source)
+        self.process = subprocess.Popen([sys.executable, "-c", SERVE.format(module=module), root, str(scripted)], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True)
+        self.port = int(self.process.stdout.readline())
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+
+    def resources(self) -> tuple[int, int]:
+        """The server process's open file descriptors and threads."""
+        fds = len(os.listdir(f"/proc/{self.process.pid}/fd"))
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        threads = int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads:")))
+        return fds, threads
+
+    def __enter__(self) -> "Served":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.stdin.close()
+        self.process.wait(30)
+        self.process.stdout.close()
+        self._folder.cleanup()
 
 
 def read_response(sock: socket.socket, first_event_at: list[float]) -> None:
@@ -145,8 +178,8 @@ def line(label: str, times: list[float] | None) -> None:
 
 def bench_first_event(n: int) -> None:
     print(f"first-event: {n} sequential streamed requests on one keep-alive connection (target p50 < 2 ms)")
-    old = predecessor()
-    with fake_model.FakeModel() as fm:
+    old = predecessor_source()
+    with Served() as fm:
         first_event_raw(fm.port, 20)  # warm up
         line("this fake, raw socket client", first_event_raw(fm.port, n))
         line("this fake, openai SDK", first_event_sdk(fm.base_url, n))
@@ -154,7 +187,7 @@ def bench_first_event(n: int) -> None:
     if old is None:
         print("  (predecessor not available from git history)")
         return
-    with old.FakeModel() as fm:
+    with Served(old) as fm:
         first_event_raw(fm.port, 5)
         line(f"predecessor ({PREDECESSOR}), raw socket client", first_event_raw(fm.port, n))
         line(f"predecessor ({PREDECESSOR}), openai SDK", first_event_sdk(fm.base_url, n))
@@ -163,8 +196,7 @@ def bench_first_event(n: int) -> None:
 
 def bench_concurrent(streams: int) -> None:
     print(f"concurrent: {streams} streams at once, each on its own connection")
-    with fake_model.FakeModel() as fm:
-        fm.script(*[fake_model.text(*[f"tok{i} " for i in range(50)]) for _ in range(streams)])
+    with Served(scripted=streams) as fm:
         durations: list[float] = []
         failures: list[str] = []
         gate = threading.Barrier(streams)
@@ -189,15 +221,11 @@ def bench_concurrent(streams: int) -> None:
     line("time to the last byte", durations)
 
 
-def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
-
-
 def bench_idle(total: int) -> None:
-    print(f"idle: resources after {total} requests, every client closed")
-    with fake_model.FakeModel() as fm:
+    print(f"idle: the server process's resources after {total} requests, every client closed")
+    with Served() as fm:
         time.sleep(0.2)
-        fds, threads = open_fds(), threading.active_count()
+        fds, threads = fm.resources()
         plain = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
                  % (len(BODY.replace(b', "stream": true', b"")), BODY.replace(b', "stream": true', b"")))
         done = 0
@@ -218,10 +246,10 @@ def bench_idle(total: int) -> None:
                         read_response(sock, [])
                     done += 1
         deadline = time.monotonic() + 10
-        while (open_fds() > fds or threading.active_count() > threads) and time.monotonic() < deadline:
+        while fm.resources() != (fds, threads) and time.monotonic() < deadline:
             time.sleep(0.01)
-        print(f"  file descriptors: idle {fds}, after {open_fds()};  threads: idle {threads}, after {threading.active_count()};"
-              f"  open connections {fm.open_connections}")
+        after_fds, after_threads = fm.resources()
+        print(f"  file descriptors: idle {fds}, after {after_fds};  threads: idle {threads}, after {after_threads}")
 
 
 def main() -> None:

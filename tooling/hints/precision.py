@@ -15,7 +15,7 @@ unseen bugs (--bugs)    a YAML list of bugs written without looking at the catal
                         manifest's mutant form (id, file, find/replace or diff) with `pitfall:`
                         the number of the pitfall each is an instance of, or null for none. They
                         are judged against every recorded signature; naming any pitfall for a
-                        bug labelled null is wrong. A file may also map chapter ids to such lists.
+                        bug labelled null is wrong. The file maps chapter ids to such lists.
 
 The goal: under 5% of shown hints wrong (leave-one-out and unseen bugs together), while the hint
 names the pitfall for most documented mutants with their own signature present.
@@ -43,9 +43,10 @@ from course.mutation.documented import KILLED, TIMED_OUT, run_mutants  # noqa: E
 def load_bugs(path: Path, chapter: Chapter) -> list[Mutant]:
     import yaml
 
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or []
-    if isinstance(data, dict):
-        data = data.get(chapter.id, [])
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict):
+        raise SystemExit(f"{path}: map each chapter id to its list of bugs ({chapter.id}: [...])")
+    data = data.get(chapter.id) or []
     bugs = []
     for item in data:
         label = item.get("pitfall")

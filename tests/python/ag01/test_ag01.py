@@ -787,6 +787,8 @@ def test_retry_gives_up_at_max_attempts(fake, sleeps):
         pytest.param(fake_model.error_event("server_error"), id="server_error-event"),
         # usage is not content: a stream that sent only usage, then ended without [DONE], is retried
         pytest.param(fake_model.raw("data: " + api_chunk(usage={"prompt_tokens": 7, "completion_tokens": 0, "total_tokens": 7}, choices=False) + "\n\n"), id="usage-then-cut"),
+        pytest.param(fake_model.cut_mid_chunk(), id="closed-mid-chunk-after-role-chunk"),
+        pytest.param(fake_model.truncated(), id="event-cut-short-after-role-chunk"),
     ],
 )
 def test_retry_before_first_content(fake, sleeps, failure):
@@ -811,6 +813,8 @@ def test_retry_before_first_content(fake, sleeps, failure):
     [
         pytest.param(fake_model.reset_after("a", " b", " c"), id="reset-after-three-tokens"),
         pytest.param(fake_model.error_event("server_error", after=["a", " b", " c"]), id="server_error-after-three-tokens"),
+        pytest.param(fake_model.cut_mid_chunk("a", " b", " c"), id="closed-mid-chunk-after-three-tokens"),
+        pytest.param(fake_model.truncated("a", " b", " c"), id="event-cut-short-after-three-tokens"),
     ],
 )
 def test_no_retry_after_content(fake, sleeps, failure):
