@@ -154,12 +154,27 @@ def test_progress_forwards_text_not_tools():
     deltas = [e for e in events if e["type"] == "response.output_text.delta"]
     assert all((e["item_id"], e["output_index"], e["content_index"]) == (message["id"], 0, 0) for e in deltas), \
         "each forwarded delta belongs to the downstream message item"
+    second = upstream.requests[1]
+    assert second["stream"] is True and [i.get("type") for i in second["input"][1:]] == ["function_call", "function_call_output"], \
+        f"progress mode sends the call and its result upstream as the buffered policy does: {second}"
+    quiet = ScriptedUpstream("tool_call", "final_after_tools")
+    reply = handle(copy.deepcopy(REQUEST), quiet, WeatherTools(quiet), policy="progress_events")
+    events = _sse_events(_body(reply))
+    assert reply.content_type == "text/event-stream" and events[0]["type"] == "response.created", \
+        f"handle's progress reply is an event stream that opens with response.created: {reply.content_type}"
+    assert not any("function_call" in e["type"] or e.get("item", {}).get("type") == "function_call" for e in events), \
+        "handle forwards no tool-call event unless asked"
     forwarding = ScriptedUpstream("tool_call", "final_after_tools")
-    events = _sse_events(b"".join(progress_events(copy.deepcopy(REQUEST), forwarding, WeatherTools(forwarding),
-                                                  forward_tool_events=True)))
+    events = _sse_events(_body(handle(copy.deepcopy(REQUEST), forwarding, WeatherTools(forwarding),
+                                      policy="progress_events", forward_tool_events=True)))
     kinds = [e["type"] for e in events]
     assert "response.function_call_arguments.delta" in kinds and "response.function_call_arguments.done" in kinds, \
         f"with forward_tool_events the call's events are forwarded: {kinds}"
+    items = [e["item"]["type"] for e in events if e["type"] == "response.output_item.added"]
+    assert sorted(items) == ["function_call", "message"], \
+        f"the function call's item events are forwarded, the upstream's message items are not: {items}"
+    forwarded = next(e for e in events if e["type"] == "response.function_call_arguments.done")
+    assert (forwarded["item_id"], forwarded["arguments"]) == ("fc_1", '{"city":"Paris"}'), f"forwarded as they came: {forwarded}"
     assert [e["sequence_number"] for e in events] == list(range(len(events))), "forwarded events are renumbered too"
 
 
@@ -222,6 +237,7 @@ def test_request_forwarded_streaming():
     upstream = ScriptedUpstream("tool_call", "final_after_tools")
     reply = handle(request, upstream, WeatherTools(upstream))
     assert reply.status == 200 and reply.content_type == "application/json", f"a non-streamed client gets JSON: {reply.status}"
+    assert json.loads(_body(reply))["output"][0]["content"][0]["text"].startswith("Paris:"), "the JSON answer is the final response"
     sent = upstream.requests[0]
     assert sent["stream"] is True, "the proxy always streams from upstream, whatever the client asked"
     assert sent["input"] == [{"role": "user", "content": "What is the weather in Paris?"}], \
@@ -235,6 +251,10 @@ def test_request_forwarded_streaming():
         "a streaming client gets a synthesized event stream"
     with pytest.raises(ValueError):
         handle(copy.deepcopy(REQUEST), ScriptedUpstream("final_text"), WeatherTools(), policy="whatever")
+    history = [{"role": "user", "content": "Weather?"}, {"role": "assistant", "content": "Where?"}, {"role": "user", "content": "Paris"}]
+    listed = ScriptedUpstream("final_text")
+    handle({**copy.deepcopy(REQUEST), "input": copy.deepcopy(history)}, listed, WeatherTools())
+    assert listed.requests[0]["input"] == history, f"a list input goes upstream as its items: {listed.requests[0]['input']}"
 
 
 def test_proxy_over_http():

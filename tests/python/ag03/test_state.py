@@ -146,8 +146,11 @@ COMPLETED = {"type": "response.completed", "response": {"id": "resp_m", "status"
     _created(CALL, DONE, {**COMPLETED, "response": {**COMPLETED["response"], "status": "in_progress"}}),
     _created(CALL, DONE, {**COMPLETED, "response": {**COMPLETED["response"], "output": {"0": CALL["item"]}}}),
     _created({**COMPLETED, "response": {"status": "completed"}}),
+    [{**e, "sequence_number": str(e["sequence_number"])} for e in _created(CALL)],
+    [_created(CALL)[0], {**_created(CALL)[1], "sequence_number": True}],
 ], ids=["created-without-response", "call-without-call_id", "call-without-name", "done-without-arguments",
-        "delta-after-done", "completed-not-completed", "output-not-a-list", "completed-without-id"])
+        "delta-after-done", "completed-not-completed", "output-not-a-list", "completed-without-id",
+        "sequence-number-text", "sequence-number-bool"])
 def test_malformed_events_fail_closed(events):
     with pytest.raises(FailClosed) as caught:
         fed(events).finish()

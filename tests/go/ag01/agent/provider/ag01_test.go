@@ -1107,7 +1107,7 @@ func TestSSELargeEvent(t *testing.T) {
 	unit := strings.Repeat("0123456789abcdef", 15) + "é€👋 "
 	big := strings.Repeat(unit, 1<<20/len(unit)+1)[:1<<20]
 	body := []byte(": big\ndata: " + big + "\n\ndata: [DONE]\n\n")
-	for _, size := range []int{4096, 1} {
+	for _, size := range []int{4096, 65536, 1} {
 		events, end := readEvents(chunked(body, size))
 		if len(events) != 2 || end != io.EOF {
 			t.Errorf("a 1 MiB event read %d byte(s) at a time: got %d events ending in %v, want 2 (the event and [DONE]) and io.EOF", size, len(events), end)
