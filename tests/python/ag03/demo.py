@@ -88,7 +88,7 @@ def main() -> int:
     tools = {name: (lambda fn: lambda args: (runs.append(args), fn(args))[1])(fn) for name, fn in demo_tools().items()}
     proxy = make_server(HttpUpstream(f"http://127.0.0.1:{upstream.server_address[1]}/v1"), tools)
     for server in (upstream, proxy):
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     base = f"http://127.0.0.1:{proxy.server_address[1]}/v1"
     url = base + "/responses"
     question = {"model": "gpt-4.1-mini", "input": "What is the weather in Paris?", "tools": TOOLS}

@@ -294,11 +294,11 @@ def test_proxy_over_http():
     unreachable_port = idle.server_address[1]
     idle.server_close()  # nothing listens there any more
     dead = make_server(HttpUpstream(f"http://127.0.0.1:{unreachable_port}/v1"), tools)
-    impatient = make_server(HttpUpstream(f"http://127.0.0.1:{upstream.server_address[1]}/v1", timeout=0.3), tools)
+    impatient = make_server(HttpUpstream(f"http://127.0.0.1:{upstream.server_address[1]}/v1", timeout=0.1), tools)
     release = threading.Event()
     servers = [upstream, proxy, dead, impatient]
     for server in servers:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
 
     def post(server, path: str, payload: bytes) -> tuple[int, str, bytes]:
         connection = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=30)
