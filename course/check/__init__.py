@@ -44,8 +44,7 @@ def run_check(
     shuffle: int | None = None,
     coverage: bool = False,
 ) -> CheckResult:
-    """
-    chapter = chapter.for_track(track)Run the catalog (the tests `select` matches, with -k's syntax, and among them those in `only`)
+    """Run the catalog (the tests `select` matches, with -k's syntax, and among them those in `only`)
     on the code in code_root. `cases` chooses cases by their ids, with the same syntax; `first` runs
     these tests before the others (failed-first); `stop_first` ends the run at the first failing
     case; `budget` bounds the whole run in seconds. Entries come back in catalog order whatever
@@ -54,6 +53,7 @@ def run_check(
     (removed by the caller); without it they go to the user's cache. `shuffle`, a seed, runs the
     cases in an order drawn from it instead (no `on_entry` then); `coverage` measures what of the
     code the catalog executed."""
+    chapter = chapter.for_track(track)  # the entries this track runs
     # here, not at the top: the runner boundary imports course.check.results, which imports this package
     from course import languages, runner, selection
     from course.languages.protocol import RunRequest
