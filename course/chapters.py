@@ -8,7 +8,7 @@ one ManifestError naming the chapter, the entry and the field.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Optional
@@ -22,7 +22,7 @@ KINDS = ("unit", "conformance", "boundary", "fault")
 # Progressive hints per catalog test: the idea, then the rule or section, then the shape of the code.
 HINT_LEVELS = 3
 # The fields of a track section every language shares; any other field is the adapter's to read.
-TRACK_FIELDS = ("files", "given", "run", "services", "mutants", "selftest", "hints", "coverage_floor")
+TRACK_FIELDS = ("files", "given", "run", "services", "mutants", "selftest", "hints", "coverage_floor", "catalog")
 # Where a catalog entry's rule is stated for the learner: a heading of the chapter's text, or a
 # symbol of a starter file that carries a docstring ("agent/provider/sse.py::EventReader.feed").
 STATED_IN = ("section", "docstring")
@@ -92,6 +92,8 @@ class Track:
     # The least coverage (percent of lines and branches) verify accepts of the reference: 100 unless
     # the manifest records a track still short of it, so the figure can only go up.
     coverage_floor: float = 100.0
+    # The catalog entries this track runs, by name, when it has not (yet) ported all of them; empty: all.
+    catalog: tuple[str, ...] = ()
 
     def hints_for(self, entry: CatalogEntry) -> tuple[str, ...]:
         return self.hints.get(entry.name, entry.hints)
@@ -144,6 +146,12 @@ class Chapter:
         text = self.text_path.read_text(encoding="utf-8")
         own = self.folder / f"text.{language}.md"
         return _with_sections(text, own.read_text(encoding="utf-8")) if language and own.is_file() else text
+
+    def for_track(self, track: Track) -> Chapter:
+        """This chapter as `track` sees it: only the catalog entries the track runs, in catalog order."""
+        if not track.catalog:
+            return self
+        return replace(self, catalog=tuple(e for e in self.catalog if e.name in track.catalog))
 
     def track(self, language: str = "python") -> Track:
         try:
@@ -363,6 +371,7 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             selftest=f.get("selftest", str, ""),
             hints=_track_hints(f, {e.name for e in catalog}),
             coverage_floor=float(f.get("coverage_floor", (int, float), 100)),
+            catalog=f.strings("catalog", ()),
         )
         if not 0 <= tracks[language].coverage_floor <= 100:
             raise ManifestError(f"{f.where}: field 'coverage_floor' must be a percentage, 0 to 100")

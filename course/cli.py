@@ -108,7 +108,8 @@ def _learner_chapter(given: Any) -> Target:
     repo = LearnerRepo.find()
     chapter = given if given is not None else chapters.get(repo.resolve_chapter(None))
     state = repo.state(chapter.id)
-    return Target(repo, chapter, chapter.track(state.language), state)
+    track = chapter.track(state.language)
+    return Target(repo, chapter.for_track(track), track, state)
 
 
 @cli.command("list")
@@ -254,6 +255,8 @@ def tests(chapter: Any, language: str | None, source: str | None) -> None:
     chapter = _any_chapter(chapter)
     language = _track_language(chapter, language)
     adapter = languages.get(language)
+    if language in chapter.tracks:
+        chapter = chapter.for_track(chapter.track(language))
     if source:
         entry = _catalog_entry(chapter, adapter, source)
         code = adapter.test_sources(chapter.track(language)).get(adapter.test_name(entry.name), "")

@@ -177,6 +177,8 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
     from course.mutation.documented import run_mutants
     from course.scaffold import render_all
 
+    unknown = [n for n in track.catalog if n not in {e.name for e in chapter.catalog}]
+    chapter = chapter.for_track(track)
     verdict = ChapterVerdict()
 
     def note(step: str, ok: bool, detail: str = "") -> None:
@@ -184,7 +186,8 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
         verdict.findings.append(finding)
         say(finding)
 
-    problems = manifest_problems(chapter, track)
+    problems = manifest_problems(chapter, track) + [
+        f"the {track.language} track's catalog names {n!r}, which is not in the catalog" for n in unknown]
     note("manifest", not problems, "\n".join(problems) or
          f"{len(chapter.catalog)} tests, {len(track.files)} files, {len(track.mutants)} mutants")
     if problems:

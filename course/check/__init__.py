@@ -53,6 +53,7 @@ def run_check(
     (removed by the caller); without it they go to the user's cache. `shuffle`, a seed, runs the
     cases in an order drawn from it instead (no `on_entry` then); `coverage` measures what of the
     code the catalog executed."""
+    chapter = chapter.for_track(track)  # the entries this track runs
     # here, not at the top: the runner boundary imports course.check.results, which imports this package
     from course import languages, runner, selection
     from course.languages.protocol import RunRequest

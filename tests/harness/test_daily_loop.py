@@ -111,7 +111,7 @@ def test_reset_all_and_bad_names(course, learner: Path) -> None:
 
 def test_k_matches_catalog_names_not_case_ids_and_case_selects_cases(course, learner: Path) -> None:
     started(course, learner)
-    ran = course("check", "-k", "request", cwd=learner)
+    ran = course("check", "-k", "request", "-v", cwd=learner)  # -v: every failing line, not the fresh-stubs summary
     names = [n for _, n in verdict_lines(ran.out)]
     assert names == [n for n in CATALOG if "request" in n], f"-k request ran {names}"
     assert "not recorded as progress" in ran.out

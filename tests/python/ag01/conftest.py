@@ -1,16 +1,42 @@
-"""Shared fixtures of the ag01 catalog: a fake model per test, a sleep recorder, a reader of small pieces."""
+"""Shared fixtures of the ag01 catalog: servers on 127.0.0.1, a sleep recorder, a reader of small pieces.
+
+Every test that talks to a server also checks, at its end, that the client closed each connection it
+opened: unreachable objects are collected and an unclosed socket among them fails the test. CPython's
+reference counting would otherwise close a forgotten socket quietly, and a client that leaks one
+connection per request passes every other check.
+"""
 
 from __future__ import annotations
+
+import contextlib
+import gc
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from course import fake_model
 
+_HERE = str(Path(__file__).resolve().parent)
+if _HERE not in sys.path:
+    sys.path.append(_HERE)  # appended, so it never shadows the code under test
+
+from ag01_http import RawServer  # noqa: E402
+
 
 class SleepRecorder(list):
-    """Stands in for time.sleep in a RetryPolicy: records every wait it is asked for, never waits."""
+    """Stands in for time.sleep in a RetryPolicy: records every wait it is asked for, never waits.
+
+    `on_sleep`, when set, is called at each wait (before it is recorded), e.g. to look at the server.
+    """
+
+    on_sleep = None
 
     def __call__(self, seconds: float) -> None:
+        if self.on_sleep is not None:
+            self.on_sleep(seconds)
         self.append(seconds)
 
 
@@ -35,11 +61,43 @@ class ChunkedReader:
         return piece
 
 
+# ---- leak check ------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def no_unclosed_client_sockets(port: int) -> Iterator[None]:
+    """Fails the test when a client socket to `port` was left for the garbage collector to close."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        yield
+        gc.collect()
+    marker = f"raddr=('127.0.0.1', {port})"
+    leaked = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning) and marker in str(w.message)]
+    if leaked:
+        pytest.fail(
+            f"{len(leaked)} connection(s) to the server were never closed by the client (found by the garbage "
+            "collector, after the test): close the connection when a stream ends, when an answer is an error, "
+            "and before a retry",
+            pytrace=False,
+        )
+
+
 @pytest.fixture
 def fake():
     """A fresh course fake model on 127.0.0.1 (ephemeral port), stopped after the test."""
-    with fake_model.FakeModel() as fm:
+    with fake_model.FakeModel() as fm, no_unclosed_client_sockets(fm.port):
         yield fm
+
+
+@pytest.fixture
+def server():
+    """A RawServer: exact bytes per request, open connections counted; stopped after the test."""
+    srv = RawServer()
+    try:
+        with no_unclosed_client_sockets(srv.port):
+            yield srv
+    finally:
+        srv.close()
 
 
 @pytest.fixture

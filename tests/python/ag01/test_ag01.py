@@ -7,9 +7,13 @@ only to the course fake model on 127.0.0.1; retry waits go to a recorder, never 
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import itertools
 import json
 import os
+import random
+import re
 import threading
 from pathlib import Path
 from types import BuiltinFunctionType, FunctionType, GeneratorType, ModuleType
@@ -19,6 +23,7 @@ import pytest
 from agent import types
 from agent.provider import errors, openai, retry, sse
 from course import fake_model
+from ag01_http import Answer, PiecesReader, chunk, json_answer, sse_answer, sse_head
 
 FIXTURES = Path(os.environ["COURSE_FIXTURES"])
 STREAMS = json.loads((FIXTURES / "streams.json").read_text(encoding="utf-8"))
@@ -152,6 +157,42 @@ def requests_made(fm: fake_model.FakeModel) -> int:
     return sum(1 for r in fm.requests if r.path.split("?")[0] == fake_model.CHAT_PATH)
 
 
+def api_chunk(delta: dict | None = None, finish_reason: str | None = None, *, usage: dict | None = None, choices: bool = True) -> str:
+    """The data of one chunk shaped like the real API's: id, created, model, system_fingerprint, logprobs,
+    and "usage": null on every chunk but the usage chunk (what a request with include_usage gets)."""
+    obj: dict = {
+        "id": "chatcmpl-9xYz", "object": "chat.completion.chunk", "created": 1700000000,
+        "model": "gpt-4o-mini-2024-07-18", "system_fingerprint": "fp_0ba0d124f1",
+        "choices": [{"index": 0, "delta": delta or {}, "logprobs": None, "finish_reason": finish_reason}] if choices else [],
+        "usage": usage,
+    }
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def call_entry(index: int, call_id: str | None = None, name: str | None = None, arguments: str | None = "") -> dict:
+    """One entry of delta.tool_calls; id and name only when given (the first fragment of a call carries them)."""
+    entry: dict = {"index": index}
+    if call_id is not None:
+        entry.update(id=call_id, type="function")
+    function: dict = {"arguments": arguments}
+    if name is not None:
+        function["name"] = name
+    entry["function"] = function
+    return entry
+
+
+def decode_all(events: list[str]) -> list:
+    """The deltas of a list of event data, in order, through one Decoder; stops when it says finished."""
+    decoder = sse.Decoder()
+    out: list = []
+    for data in events:
+        deltas, finished = decoder.decode(data)
+        out.extend(deltas)
+        if finished:
+            break
+    return out
+
+
 # ---- the catalog --------------------------------------------------------------------------------
 
 
@@ -175,8 +216,13 @@ def test_hand_example(chunked):
     assert message == want_message, f"collect: got message {message!r}, want {want_message!r}"
     assert usage == types.Usage(5, 2), f"collect: got usage {usage!r}, want Usage(input_tokens=5, output_tokens=2)"
 
-    # The same answer beside a second one (choice index 1: text, a tool call, its own finish reason).
-    # We ask for one answer, so the decoder follows choice 0 and the four deltas stay the same.
+
+
+def test_decoder_follows_choice_zero(chunked):
+    """A second answer (choice index 1) in the same chunks changes nothing: only choice 0 is decoded."""
+    hand = STREAMS["hand_example"]
+    want = [types.TextDelta("Hel"), types.TextDelta("lo"), types.UsageDelta(5, 2), types.DoneDelta("stop")]
+
     def chunk(*choices: dict, usage: dict | None = None) -> str:
         obj = {"id": "chatcmpl-2", "object": "chat.completion.chunk", "created": 1700000000, "model": "m", "choices": list(choices)}
         if usage is not None:
@@ -203,8 +249,11 @@ def test_hand_example(chunked):
         f"got {deltas!r}, want {want!r} (only choice 0 is ours)"
     )
 
-    # An event the decoder cannot read ends the stream with an error, never silently.
-    for data in ("{not json", "[1, 2]", '{"choices": 5}'):
+
+
+def test_decoder_bad_events():
+    """Data that is not a JSON object of the chunk's shape, and an in-band error, end the stream with one ErrorDelta."""
+    for data in ("{not json", "", "[1, 2]", '"text"', "null", '{"choices": 5}', '{"choices": [{"index": 0, "delta": "hi"}]}'):
         got, finished = sse.Decoder().decode(data)
         kinds = [type(d).__name__ for d in got]
         assert kinds == ["ErrorDelta"] and finished is True, (
@@ -213,6 +262,117 @@ def test_hand_example(chunked):
         assert isinstance(got[0].error, errors.ProviderError), (
             f"Decoder().decode({data!r}): the ErrorDelta holds {got[0].error!r}, want a ProviderError"
         )
+
+    decoder = sse.Decoder()
+    opened, _ = decoder.decode(api_chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{"}}]}))
+    assert len(opened) == 2, f"a chunk opening a call with a fragment: got {opened!r}, want a start and an args delta"
+    event = {"error": {"message": "The server had an error", "type": "server_error", "param": None, "code": "overloaded"}}
+    got, finished = decoder.decode(json.dumps(event))
+    assert [type(d).__name__ for d in got] == ["ErrorDelta"] and finished is True, (
+        f"an error event (while a call is open): got {got!r}, finished={finished!r}; want only one ErrorDelta and finished=True"
+    )
+    error = got[0].error
+    fields = (type(error).__name__, getattr(error, "type", None), getattr(error, "code", None), getattr(error, "message", None))
+    want = ("StreamError", "server_error", "overloaded", "The server had an error")
+    assert fields == want, f"the error event's ErrorDelta (class, type, code, message): got {fields!r}, want {want!r}"
+    assert str(error) == "stream error server_error: The server had an error", f"str() of the StreamError: got {str(error)!r}"
+
+    got, finished = sse.Decoder().decode('{"error": "upstream overloaded"}')
+    error = got[0].error if len(got) == 1 and isinstance(got[0], types.ErrorDelta) else None
+    assert isinstance(error, errors.StreamError) and error.message == "upstream overloaded" and finished is True, (
+        f"an error event whose error is a plain string: got {got!r}, finished={finished!r}; "
+        "want one ErrorDelta(StreamError(message='upstream overloaded')) and finished=True"
+    )
+
+
+def test_decoder_tool_calls():
+    """Fragments go to the call their index names (indexes 10 and 2, a provider repeating id and name in every
+    chunk); calls close at finish_reason, lowest index first, even when it is "length"; no fragment is '{}'."""
+    A, B = "call_a", "call_b"
+    events = [
+        api_chunk({"role": "assistant", "content": None}),
+        api_chunk({"tool_calls": [call_entry(10, A, "get_weather", "")]}),
+        api_chunk({"tool_calls": [call_entry(2, B, "get_time", '{"tz"')]}),
+        # this provider repeats id and name with every fragment: they open nothing new
+        api_chunk({"tool_calls": [call_entry(10, A, "get_weather", '{"city":')]}),
+        api_chunk({"tool_calls": [call_entry(2, B, "get_time", ':"UTC"}')]}),
+        api_chunk({"tool_calls": [call_entry(10, A, "get_weather", '"Paris"}')]}),
+        api_chunk({}, "tool_calls"),
+        api_chunk(usage={"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13}, choices=False),
+        "[DONE]",
+    ]
+    got = [neutral(d) for d in decode_all(events)]
+    want = [
+        {"type": "tool_start", "index": 10, "id": A, "name": "get_weather"},
+        {"type": "tool_start", "index": 2, "id": B, "name": "get_time"},
+        {"type": "tool_args", "index": 2, "fragment": '{"tz"'},
+        {"type": "tool_args", "index": 10, "fragment": '{"city":'},
+        {"type": "tool_args", "index": 2, "fragment": ':"UTC"}'},
+        {"type": "tool_args", "index": 10, "fragment": '"Paris"}'},
+        {"type": "tool_end", "index": 2, "id": B, "name": "get_time", "arguments": '{"tz":"UTC"}'},
+        {"type": "tool_end", "index": 10, "id": A, "name": "get_weather", "arguments": '{"city":"Paris"}'},
+        {"type": "usage", "input": 9, "output": 4},
+        {"type": "done", "finish_reason": "tool_calls"},
+    ]
+    assert got == want, f"two calls at indexes 10 and 2, id and name repeated: {mismatch(got, want)}\n  got:  {got}\n  want: {want}"
+
+    # A call cut short by the token limit still ends when finish_reason comes, before the usage chunk;
+    # a call whose arguments never came (null, or "") ends with "{}".
+    events = [
+        api_chunk({"role": "assistant", "content": None, "tool_calls": [call_entry(0, "call_x", "list_files", None)]}),
+        api_chunk({"tool_calls": [call_entry(1, "call_y", "read_file", '{"path": "/et')]}),
+        api_chunk({}, "length"),
+        api_chunk(usage={"prompt_tokens": 3, "completion_tokens": 16, "total_tokens": 19}, choices=False),
+        "[DONE]",
+    ]
+    got = [neutral(d) for d in decode_all(events)]
+    want = [
+        {"type": "tool_start", "index": 0, "id": "call_x", "name": "list_files"},
+        {"type": "tool_start", "index": 1, "id": "call_y", "name": "read_file"},
+        {"type": "tool_args", "index": 1, "fragment": '{"path": "/et'},
+        {"type": "tool_end", "index": 0, "id": "call_x", "name": "list_files", "arguments": "{}"},
+        {"type": "tool_end", "index": 1, "id": "call_y", "name": "read_file", "arguments": '{"path": "/et'},
+        {"type": "usage", "input": 3, "output": 16},
+        {"type": "done", "finish_reason": "length"},
+    ]
+    assert got == want, f"calls open when finish_reason 'length' comes: {mismatch(got, want)}\n  got:  {got}\n  want: {want}"
+
+    # a server that sends no finish_reason at all: [DONE] closes the call that is still open
+    events = [api_chunk({"tool_calls": [call_entry(0, "call_z", "now", "{}")]}), "[DONE]"]
+    got = [neutral(d) for d in decode_all(events)]
+    want = [
+        {"type": "tool_start", "index": 0, "id": "call_z", "name": "now"},
+        {"type": "tool_args", "index": 0, "fragment": "{}"},
+        {"type": "tool_end", "index": 0, "id": "call_z", "name": "now", "arguments": "{}"},
+        {"type": "done", "finish_reason": ""},
+    ]
+    assert got == want, f"a call still open at [DONE], no finish_reason: {mismatch(got, want)}\n  got:  {got}\n  want: {want}"
+
+
+def test_decoder_nulls_and_usage():
+    """Explicit nulls where real chunks carry them produce nothing; the usage chunk gives its two counts."""
+    events = [
+        api_chunk({"role": "assistant", "content": "", "refusal": None}),
+        api_chunk({"content": None, "tool_calls": None, "function_call": None}),
+        api_chunk({"content": "Bonjour"}),
+        api_chunk({}, "stop"),
+        # usage without total_tokens, with the details objects real servers add
+        api_chunk(usage={"prompt_tokens": 12, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 0}}, choices=False),
+        "[DONE]",
+    ]
+    got = [neutral(d) for d in decode_all(events)]
+    want = [
+        {"type": "text", "text": "Bonjour"},
+        {"type": "usage", "input": 12, "output": 1},
+        {"type": "done", "finish_reason": "stop"},
+    ]
+    assert got == want, f"chunks with null fields, a usage chunk without total_tokens: {mismatch(got, want)}\n  got:  {got}\n  want: {want}"
+
+    # a chunk that carries both the last text and the usage (some servers merge them) gives both, text first
+    merged = api_chunk({"content": "!"}, "stop", usage={"prompt_tokens": 2, "completion_tokens": 3, "total_tokens": 5})
+    got = [neutral(d) for d in decode_all([merged, "[DONE]"])]
+    want = [{"type": "text", "text": "!"}, {"type": "usage", "input": 2, "output": 3}, {"type": "done", "finish_reason": "stop"}]
+    assert got == want, f"text, finish and usage in one chunk: {mismatch(got, want)}\n  got:  {got}\n  want: {want}"
 
 
 RECORDED_CASES = [
@@ -256,8 +416,8 @@ def test_recorded_streams(stream, size, chunked, request):
     )
 
 
-def test_request_body(fake):
-    """The wire request: path, bearer key, headers, model, stream with usage, tools, assistant calls, tool results."""
+def request_fixture() -> tuple[list, list, types.CallOptions, dict, list]:
+    """A conversation with every kind of message, two tools and options; and the body they must give."""
     messages = [
         types.Message(types.Role.SYSTEM, "You are terse."),
         types.Message(types.Role.USER, "Weather in Paris, and the time in UTC?", name="alice"),
@@ -280,7 +440,7 @@ def test_request_body(fake):
         types.Message(types.Role.ASSISTANT, "18 °C in Paris, 21 °C in Lyon, at noon."),
     ]
     tools = [
-        types.ToolDef("get_weather", "Current weather in a city", WEATHER_TOOL_SCHEMA),
+        types.ToolDef("get_weather", "Current weather in a city", json.loads(json.dumps(WEATHER_TOOL_SCHEMA))),
         types.ToolDef("get_time", "Current time in a time zone", {"type": "object", "properties": {"tz": {"type": "string"}}}),
     ]
     options = types.CallOptions(temperature=0.2, max_tokens=64)
@@ -325,22 +485,53 @@ def test_request_body(fake):
         "temperature": 0.2,
         "max_tokens": 64,
     }
+    return messages, tools, options, want, want_messages
 
-    def check_body(got: object, where: str) -> None:
-        assert isinstance(got, dict), f"{where}: got {got!r}, want a JSON object"
-        assert sorted(got) == sorted(want), f"{where}: got keys {sorted(got)}, want {sorted(want)}"
-        for key in ("model", "stream", "stream_options", "tools", "temperature", "max_tokens"):
-            assert got[key] == want[key], f"{where}: {key!r}: got {got[key]!r}, want {want[key]!r}"
-        got_messages = got["messages"]
-        assert len(got_messages) == len(want_messages), f"{where}: got {len(got_messages)} messages, want {len(want_messages)}"
-        for i, (g, w) in enumerate(zip(got_messages, want_messages)):
-            assert g == w, f"{where}: message {i} ({w['role']}): got {g!r}, want {w!r}"
 
+def check_body(got: object, want: dict, want_messages: list, where: str) -> None:
+    """Compares a request body as data (JSON written differently is the same body), key by key."""
+    assert isinstance(got, dict), f"{where}: got {got!r}, want a JSON object"
+    assert sorted(got) == sorted(want), f"{where}: got keys {sorted(got)}, want {sorted(want)}"
+    for key in ("model", "stream", "stream_options", "tools", "temperature", "max_tokens"):
+        assert got[key] == want[key], f"{where}: {key!r}: got {got[key]!r}, want {want[key]!r}"
+    got_messages = got["messages"]
+    assert len(got_messages) == len(want_messages), f"{where}: got {len(got_messages)} messages, want {len(want_messages)}"
+    for i, (g, w) in enumerate(zip(got_messages, want_messages)):
+        assert g == w, f"{where}: message {i} ({w['role']}): got {g!r}, want {w!r}"
+
+
+def test_request_body():
+    """request_body(): model, stream with usage, tools, options, assistant calls (content null, string
+    arguments), tool results with their ids; a body that shares nothing with the caller's objects."""
+    messages, tools, options, want, want_messages = request_fixture()
     built = openai.request_body("test-model", messages, tools, options)
-    check_body(json.loads(json.dumps(built)), "request_body()")
+    check_body(json.loads(json.dumps(built)), want, want_messages, "request_body()")
     minimal = json.loads(json.dumps(openai.request_body("m", [user("hi")])))
     want_minimal = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True, "stream_options": {"include_usage": True}}
     assert minimal == want_minimal, f"request_body() with no tools and no options: got {minimal!r}, want {want_minimal!r}"
+
+    # Changing the body (a caller adding a field before sending it) must not change the caller's tool
+    # definitions or messages, however deep the change; nor may a later change to those reach the body.
+    snapshot = json.dumps(built, sort_keys=True)
+    built["tools"][0]["function"]["parameters"]["properties"]["city"]["enum"] = ["Paris"]
+    built["tools"][0]["function"]["parameters"]["required"].append("country")
+    built["messages"][2]["tool_calls"][0]["function"]["name"] = "changed"
+    assert tools[0].parameters == WEATHER_TOOL_SCHEMA, (
+        f"after changing the body's nested tool schema, the caller's ToolDef.parameters is {tools[0].parameters!r}: "
+        "the body must not share nested objects with the caller's"
+    )
+    assert messages[2].tool_calls[0].name == "get_weather", "changing the body changed the caller's message"
+    fresh = openai.request_body("test-model", messages, tools, options)
+    tools[1].parameters["properties"]["tz"]["enum"] = ["UTC"]
+    assert json.dumps(fresh, sort_keys=True) == snapshot, (
+        "a body built, then the caller's ToolDef.parameters changed: the body changed with it (it must hold its own copy)"
+    )
+
+
+def test_request_wire(fake):
+    """On the wire: POST to base_url + /chat/completions, bearer key (none without a key), JSON content
+    type, event-stream accept, the caller's extra headers (which win over ours), the body as data."""
+    messages, tools, options, want, want_messages = request_fixture()
 
     fake.script(fake_model.text("ok"), fake_model.text("ok"))
     p = provider(fake, headers={"X-Course-Trace": "t-1"})
@@ -358,56 +549,112 @@ def test_request_body(fake):
         assert req.headers.get(name) == value, f"header {name}: got {req.headers.get(name)!r}, want {value!r}"
     content_type = req.headers.get("content-type", "")
     assert content_type.split(";")[0].strip() == "application/json", f"header content-type: got {content_type!r}, want 'application/json'"
-    check_body(req.body, "the body on the wire")
+    check_body(req.body, want, want_messages, "the body on the wire")
 
     list(provider(fake, api_key="").chat_stream([user("hi")]))
     sent = fake.requests[-1].headers.get("authorization")
     assert sent is None, f"with no api_key: got an Authorization header {sent!r}, want none"
 
+    for bad in ("127.0.0.1:8080/v1", "ftp://127.0.0.1/v1", "http:///v1"):
+        try:
+            openai.OpenAIProvider(openai.Config(base_url=bad))
+        except ValueError:
+            pass
+        else:
+            pytest.fail(f"OpenAIProvider(Config(base_url={bad!r})): no error, want ValueError (not an http(s) URL with a host)", pytrace=False)
 
-def test_api_error_not_retried(fake, sleeps):
-    """A 400 is raised once as APIError with the body's type, code and message (or its text when it is not
-    JSON): one request, no wait. A Retry-After that is not a finite number >= 0 gives retry_after None."""
-    fake.script(
-        fake_model.http_error(400, "invalid_request_error", "bad model", code="model_not_found"),
-        fake_model.text("this answer must never be asked for"),
-    )
+    fake.script(fake_model.text("ok"))
+    list(openai.OpenAIProvider(openai.Config(base_url=fake.base_url + "/", model="m")).chat_stream([user("hi")]))
+    path = fake.requests[-1].path
+    assert path == "/v1/chat/completions", f"base_url ending in '/': got path {path!r}, want '/v1/chat/completions'"
+
+    fake.script(fake_model.text("ok"))
+    list(provider(fake, headers={"Authorization": "Basic Z2F0ZXdheQ==", "Accept": "text/event-stream; q=1"}).chat_stream([user("hi")]))
+    got = {name: fake.requests[-1].headers.get(name) for name in ("authorization", "accept")}
+    want_headers = {"authorization": "Basic Z2F0ZXdheQ==", "accept": "text/event-stream; q=1"}
+    assert got == want_headers, f"Config.headers setting Authorization and Accept: got {got!r}, want {want_headers!r} (the caller's headers win)"
+
+
+def test_api_error_raised(fake):
+    """A non-2xx answer is raised as APIError with the status and the body's type, code and message (the
+    body's text when it holds no JSON error object); a Retry-After that is not a finite number >= 0 is None."""
+    fake.script(fake_model.http_error(400, "invalid_request_error", "bad model", code="model_not_found"))
     with pytest.raises(errors.APIError) as caught:
-        retrying(fake, sleeps, max_attempts=5).chat_stream([user("hi")])
+        provider(fake).chat_stream([user("hi")])
     err = caught.value
     got = (err.status, err.type, err.code, err.message, err.retry_after)
     want = (400, "invalid_request_error", "model_not_found", "bad model", None)
     assert got == want, f"APIError (status, type, code, message, retry_after): got {got!r}, want {want!r}"
-    assert "400" in str(err) and "bad model" in str(err), f"str(APIError): got {str(err)!r}, want the status and the message in it"
-    assert requests_made(fake) == 1, f"requests: got {requests_made(fake)}, want 1 (a 400 fails the same way every time)"
-    assert list(sleeps) == [], f"sleeps: got {list(sleeps)}, want []"
-
-    fake.clear()
-    page = "<html>\n<head><title>400 Bad Request</title></head>\n<body>nginx</body>\n</html>"
-    fake.script(
-        fake_model.raw(f"\n{page}\n\n", status=400, content_type="text/html"),
-        fake_model.text("this answer must never be asked for"),
+    assert str(err) == "HTTP 400 invalid_request_error: bad model", (
+        f"str(APIError): got {str(err)!r}, want 'HTTP 400 invalid_request_error: bad model'"
     )
+
+    page = "<html>\n<head><title>502 Bad Gateway</title></head>\n<body>nginx</body>\n</html>"
+    fake.script(fake_model.raw(f"\n{page}\n\n", status=502, content_type="text/html"))
     with pytest.raises(errors.APIError) as caught:
-        retrying(fake, sleeps, max_attempts=5).chat_stream([user("hi")])
+        provider(fake).chat_stream([user("hi")])
     err = caught.value
     got = (err.status, err.type, err.code, err.message)
-    want = (400, "", "", page)
+    want = (502, "", "", page)
     assert got == want, (
-        f"a 400 with a proxy's HTML page as its body, APIError (status, type, code, message): got {got!r}, "
+        f"a 502 with a proxy's HTML page as its body, APIError (status, type, code, message): got {got!r}, "
         f"want {want!r} (no JSON error object: the body's text, stripped, is the message)"
     )
-    assert requests_made(fake) == 1, f"a 400 with an HTML body: got {requests_made(fake)} requests, want 1"
-    assert list(sleeps) == [], f"a 400 with an HTML body: got sleeps {list(sleeps)}, want []"
+    assert str(err) == f"HTTP 502: {page}", f"str() of an APIError without a type: got {str(err)!r}, want 'HTTP 502: ' and the page"
+    assert str(errors.APIError(503)) == "HTTP 503", f"str(APIError(503)): got {str(errors.APIError(503))!r}, want 'HTTP 503'"
 
     # Retry-After is delta-seconds, a finite number >= 0; anything else (the HTTP-date form included) is no hint
-    fake.clear()
     for header in ("-1", "inf", "nan", "Wed, 21 Oct 2015 07:28:00 GMT"):
         fake.script(fake_model.http_error(503, retry_after=header))
         with pytest.raises(errors.APIError) as caught:
             provider(fake).chat_stream([user("hi")])
         got = caught.value.retry_after
         assert got is None, f"APIError.retry_after for 'Retry-After: {header}': got {got!r}, want None"
+
+
+STATUS_CASES = [
+    # (status, reason, a stream?)  2xx is a stream; anything else, 3xx included, is an APIError
+    (200, "OK", True),
+    (201, "Created", True),
+    (299, "Whatever", True),
+    (300, "Multiple Choices", False),
+    (302, "Found", False),
+    (304, "Not Modified", False),
+    (404, "Not Found", False),
+    (418, "I'm a teapot", False),
+    (599, "Network Connect Timeout", False),
+]
+
+
+@pytest.mark.parametrize("status, reason, is_stream", STATUS_CASES, ids=[str(s) for s, _, _ in STATUS_CASES])
+def test_status_boundaries(server, status, reason, is_stream):
+    """Every 2xx status starts a stream; every other status, 3xx included, raises APIError with it."""
+    answer = sse_answer([api_chunk({"content": "hi"}), api_chunk({}, "stop")], status=status, reason=reason)
+    server.script(answer)
+    try:
+        deltas = list(provider(server).chat_stream([user("hi")]))
+    except errors.APIError as error:
+        assert not is_stream, f"HTTP {status}: got {error!r} raised, want a stream (every 2xx status is a success)"
+        assert error.status == status, f"HTTP {status}: got APIError with status {error.status!r}, want {status}"
+        return
+    assert is_stream, f"HTTP {status}: got a stream of {len(deltas)} deltas, want APIError({status}) raised (only 2xx is a success)"
+    got = [neutral(d) for d in deltas]
+    want = [{"type": "text", "text": "hi"}, {"type": "done", "finish_reason": "stop"}]
+    assert got == want, f"HTTP {status}: got deltas {got}, want {want}"
+
+
+def test_api_error_not_retried(fake, sleeps):
+    """A 400, even one carrying Retry-After, and a 501 are raised after ONE request, with no wait."""
+    for status, retry_after in ((400, None), (400, 1), (501, None)):
+        fake.clear()
+        sleeps.clear()
+        fake.script(fake_model.http_error(status, retry_after=retry_after), fake_model.text("this answer must never be asked for"))
+        with pytest.raises(errors.APIError) as caught:
+            retrying(fake, sleeps, max_attempts=5).chat_stream([user("hi")])
+        label = f"HTTP {status}" + (f" with Retry-After: {retry_after}" if retry_after is not None else "")
+        assert caught.value.status == status, f"{label}: got APIError status {caught.value.status!r}, want {status}"
+        assert requests_made(fake) == 1, f"{label}: got {requests_made(fake)} requests, want 1 (it fails the same way every time)"
+        assert list(sleeps) == [], f"{label}: got sleeps {list(sleeps)}, want []"
 
 
 def test_retry_backoff_schedule(fake, sleeps):
@@ -423,6 +670,11 @@ def test_retry_backoff_schedule(fake, sleeps):
     )
     got = [round(defaults.delay(n), 9) for n in (1, 2, 3, 8)]
     assert got == [0.5, 1.0, 2.0, 30.0], f"RetryPolicy().delay(1, 2, 3, 8): got {got}, want [0.5, 1.0, 2.0, 30.0]"
+    # the cap cuts in between two doublings, and any multiplier works the same way
+    got = [round(retry.RetryPolicy(initial=0.1, max=0.3).delay(n), 9) for n in (1, 2, 3, 4)]
+    assert got == [0.1, 0.2, 0.3, 0.3], f"RetryPolicy(initial=0.1, max=0.3).delay(1..4): got {got}, want [0.1, 0.2, 0.3, 0.3]"
+    got = [round(retry.RetryPolicy(initial=1.0, max=100.0, multiplier=3.0).delay(n), 9) for n in (1, 2, 3, 5)]
+    assert got == [1.0, 3.0, 9.0, 81.0], f"RetryPolicy(initial=1, max=100, multiplier=3).delay(1, 2, 3, 5): got {got}, want [1.0, 3.0, 9.0, 81.0]"
 
     fake.script(fake_model.http_error(503), fake_model.http_error(503), fake_model.text("Hel", "lo"))
     tools = [types.ToolDef("get_weather", "Current weather in a city", WEATHER_TOOL_SCHEMA)]
@@ -455,6 +707,9 @@ def test_retry_after_honored(fake, sleeps):
     assert policy.delay(1, e429) == 3.0, f"delay(1, APIError(429, retry_after=3.0)): got {policy.delay(1, e429)!r}, want 3.0"
     plain = round(policy.delay(1, errors.APIError(503)), 9)
     assert plain == 0.1, f"delay(1, APIError(503)) without Retry-After: got {plain!r}, want 0.1 (the backoff)"
+    for seconds in (0.0, 45.0, 3600.0):  # delay() reports the server's wish; whether to wait that long is decided elsewhere
+        got = policy.delay(2, errors.APIError(503, retry_after=seconds))
+        assert got == seconds, f"delay(2, APIError(503, retry_after={seconds})): got {got!r}, want {seconds}"
 
     for header, want in (("3", 3.0), ("0", 0.0), ("soon", None)):
         fake.script(fake_model.http_error(429, retry_after=header))
@@ -469,6 +724,16 @@ def test_retry_after_honored(fake, sleeps):
     assert list(sleeps) == [3.0], f"sleeps after a 429 with Retry-After: 3: got {list(sleeps)}, want [3.0]"
     assert requests_made(fake) - before == 2, f"requests: got {requests_made(fake) - before}, want 2"
     assert message.content == "ok", f"text: got {message.content!r}, want 'ok'"
+
+    # Between the two caps: 45 s is more than the backoff's max (30 s) but within max_retry_after (60 s)
+    sleeps.clear()
+    fake.script(fake_model.http_error(503, retry_after=45), fake_model.http_error(429, retry_after=0), fake_model.text("ok"))
+    message, _ = types.collect(retry.with_retry(provider(fake), retry.RetryPolicy(sleep=sleeps)).chat_stream([user("hi")]))
+    assert list(sleeps) == [45.0, 0.0], (
+        f"RetryPolicy() after a 503 with Retry-After: 45 then a 429 with Retry-After: 0: got sleeps {list(sleeps)}, "
+        "want [45.0, 0.0] (the header wins over the backoff and its max, up to max_retry_after; 0 means at once)"
+    )
+    assert message.content == "ok", f"text after two honored Retry-Afters: got {message.content!r}, want 'ok'"
 
 
 def test_retry_gives_up_at_max_attempts(fake, sleeps):
@@ -495,6 +760,17 @@ def test_retry_gives_up_at_max_attempts(fake, sleeps):
     assert got == ["error"], f"after the third reset: got deltas {[neutral(d) for d in deltas]}, want one ErrorDelta"
     assert len(sleeps) == 2, f"sleeps: got {list(sleeps)}, want two waits"
 
+    # raised failures and failures inside the stream count against the same limit
+    fake.clear()
+    sleeps.clear()
+    fake.script(fake_model.http_error(503), fake_model.reset_after(), fake_model.reset_after(), fake_model.text("too late"))
+    deltas = list(retrying(fake, sleeps, max_attempts=3).chat_stream([user("hi")]))
+    got = [neutral(d)["type"] for d in deltas]
+    assert requests_made(fake) == 3 and got == ["error"], (
+        f"a 503, then two resets before content: got {requests_made(fake)} requests and deltas {got}, "
+        "want 3 requests (every failure counts) and one ErrorDelta"
+    )
+
     fake.clear()
     sleeps.clear()
     fake.script(fake_model.http_error(503), fake_model.text("too late"))
@@ -509,16 +785,23 @@ def test_retry_gives_up_at_max_attempts(fake, sleeps):
     [
         pytest.param(fake_model.reset_after(), id="reset-after-role-chunk"),
         pytest.param(fake_model.error_event("server_error"), id="server_error-event"),
+        # usage is not content: a stream that sent only usage, then ended without [DONE], is retried
+        pytest.param(fake_model.raw("data: " + api_chunk(usage={"prompt_tokens": 7, "completion_tokens": 0, "total_tokens": 7}, choices=False) + "\n\n"), id="usage-then-cut"),
         pytest.param(fake_model.cut_mid_chunk(), id="closed-mid-chunk-after-role-chunk"),
         pytest.param(fake_model.truncated(), id="event-cut-short-after-role-chunk"),
     ],
 )
 def test_retry_before_first_content(fake, sleeps, failure):
-    """A failure after the role chunk but before any content is retried; 'Hello' arrives exactly once."""
-    fake.script(failure, fake_model.text("Hel", "lo"))
+    """A failure after the role chunk (or a usage chunk) but before any content is retried; 'Hello' arrives
+    exactly once, and nothing the failed attempt sent reaches the caller."""
+    fake.script(failure, fake_model.text("Hel", "lo", usage=(5, 2)))
     deltas = list(retrying(fake, sleeps).chat_stream([user("hi")]))
     got = [neutral(d) for d in deltas]
     assert texts(deltas) == ["Hel", "lo"], f"text deltas: got {texts(deltas)}, want ['Hel', 'lo'] once (all deltas: {got})"
+    usages = [d for d in got if d["type"] == "usage"]
+    assert usages == [{"type": "usage", "input": 5, "output": 2}], (
+        f"usage deltas: got {usages}, want only the successful attempt's (5, 2) (all deltas: {got})"
+    )
     assert got[-1] == {"type": "done", "finish_reason": "stop"}, f"last delta: got {got[-1]}, want done/stop (all: {got})"
     assert not any(d["type"] == "error" for d in got), f"an error reached the caller although the retry succeeded: {got}"
     assert requests_made(fake) == 2, f"requests: got {requests_made(fake)}, want 2 (the failed one and the retry)"
@@ -544,6 +827,149 @@ def test_no_retry_after_content(fake, sleeps, failure):
     assert not any(d["type"] == "done" for d in got), f"a cut stream must not end in a DoneDelta: {got}"
     assert requests_made(fake) == 1, f"requests: got {requests_made(fake)}, want 1 (no retry once text was passed on)"
     assert list(sleeps) == [], f"sleeps: got {list(sleeps)}, want []"
+
+
+TOOL_CALL_START = {"index": 0, "id": "call_w", "type": "function", "function": {"name": "get_weather", "arguments": ""}}
+
+
+@pytest.mark.parametrize(
+    "events, end",
+    [
+        pytest.param([TOOL_CALL_START], "reset", id="reset-after-call-start"),
+        pytest.param([TOOL_CALL_START, call_entry(0, arguments='{"ci')], "eof", id="eof-after-first-fragment"),
+    ],
+)
+def test_no_retry_after_tool_call_began(server, sleeps, events, end):
+    """A stream that breaks after a tool call began (no text at all) is not retried: the caller already
+    holds the call's start, so the failure reaches it as an ErrorDelta after ONE request."""
+    head = [api_chunk({"role": "assistant", "content": None})] + [api_chunk({"tool_calls": [e]}) for e in events]
+    body = sse_head() + b"".join(chunk(f"data: {e}\n\n".encode()) for e in head)
+    if end == "eof":
+        server.script(Answer(body + b"0\r\n\r\n"))  # a complete body, cleanly ended, without [DONE]
+    else:
+        server.script(Answer(body, end="reset"))
+    server.script(sse_answer([api_chunk({"content": "a second answer must never be asked for"}), api_chunk({}, "stop")]))
+    deltas = list(retry.with_retry(provider(server), retry.RetryPolicy(initial=0.1, sleep=sleeps)).chat_stream([user("hi")]))
+    got = [neutral(d) for d in deltas]
+    assert got[:1] == [{"type": "tool_start", "index": 0, "id": "call_w", "name": "get_weather"}], (
+        f"first delta: got {got[:1]}, want the tool call's start (all deltas: {got})"
+    )
+    assert got[-1]["type"] == "error", f"last delta: got {got[-1]}, want an ErrorDelta (all: {got})"
+    assert sum(1 for d in got if d["type"] == "tool_start") == 1, f"the call started twice: {got}"
+    assert len(server.requests) == 1, f"requests: got {len(server.requests)}, want 1 (a tool call is content: no retry after it)"
+    assert list(sleeps) == [], f"sleeps: got {list(sleeps)}, want []"
+
+
+def _text_events(*pieces: str) -> bytes:
+    """The role chunk and one text chunk per piece, each event in its own HTTP chunk."""
+    events = [api_chunk({"role": "assistant", "content": ""})] + [api_chunk({"content": p}) for p in pieces]
+    return b"".join(chunk(f"data: {e}\n\n".encode()) for e in events)
+
+
+NEXT_EVENT = f"data: {api_chunk({'content': ' d'})}\n\n".encode()
+TRANSPORT_FAULTS = {
+    # the server closes the connection in the middle of a chunk's data
+    "closed-mid-chunk": Answer(sse_head() + _text_events("a", " b", " c") + b"%x\r\n" % len(NEXT_EVENT) + NEXT_EVENT[:20], end="close"),
+    # the last chunk's size line is cut short, then the connection closes
+    "truncated-chunk-size": Answer(sse_head() + _text_events("a", " b", " c") + b"1", end="close"),
+    # a chunk whose size line is not hexadecimal
+    "malformed-chunk-size": Answer(sse_head() + _text_events("a", " b", " c") + b"zz\r\n" + NEXT_EVENT + b"\r\n", end="close"),
+    # a reset in the middle of a chunk
+    "reset-mid-chunk": Answer(sse_head() + _text_events("a", " b", " c") + b"%x\r\n" % len(NEXT_EVENT) + NEXT_EVENT[:20], end="reset"),
+    # a body framed by Content-Length that ends short of it
+    "short-content-length": Answer(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 100000\r\n\r\n"
+        + b"".join(f"data: {api_chunk({'content': p})}\n\n".encode() for p in ("a", " b", " c")), end="close"),
+}
+
+
+@pytest.mark.parametrize("fault", list(TRANSPORT_FAULTS))
+@pytest.mark.parametrize("wrapped", [False, True], ids=["direct", "with_retry"])
+def test_transport_faults_in_band(server, sleeps, fault, wrapped):
+    """A connection that breaks in the middle of the body (mid-chunk, a truncated or malformed chunk, a
+    reset, a short Content-Length) ends the stream with an ErrorDelta; no exception escapes it."""
+    server.script(TRANSPORT_FAULTS[fault], sse_answer([api_chunk({"content": "a retry after content must not happen"})]))
+    p = retry.with_retry(provider(server), retry.RetryPolicy(sleep=sleeps)) if wrapped else provider(server)
+    deltas: list = []
+    try:
+        for delta in p.chat_stream([user("hi")]):
+            deltas.append(delta)
+    except Exception as error:  # noqa: BLE001 - the point of the test
+        pytest.fail(f"{fault}: the stream raised {error!r} after {[neutral(d) for d in deltas]}; "
+                    "want the failure as a final ErrorDelta (a stream never raises once it has started)", pytrace=False)
+    got = [neutral(d) for d in deltas]
+    assert texts(deltas) == ["a", " b", " c"], f"{fault}: text deltas: got {texts(deltas)}, want ['a', ' b', ' c'] (all: {got})"
+    assert got[-1]["type"] == "error", f"{fault}: last delta: got {got[-1]}, want an ErrorDelta (all: {got})"
+    assert len(server.requests) == 1, f"{fault}: got {len(server.requests)} requests, want 1"
+
+
+def test_stalled_stream_times_out(server, sleeps):
+    """A server that goes silent in the middle of a stream: after Config.timeout (0.15 s here) without a byte,
+    the stream ends with an ErrorDelta holding a TimeoutError, directly and through with_retry (no retry)."""
+    for wrapped in (False, True):
+        server.script(Answer(sse_head() + _text_events("a"), end="stall"))
+        p = openai.OpenAIProvider(openai.Config(base_url=server.base_url, timeout=0.15))
+        if wrapped:
+            p = retry.with_retry(p, retry.RetryPolicy(sleep=sleeps))
+        deltas = list(p.chat_stream([user("hi")]))
+        label = "through with_retry" if wrapped else "directly"
+        got = [neutral(d) for d in deltas]
+        assert texts(deltas) == ["a"], f"{label}: text deltas: got {texts(deltas)}, want ['a'] (all: {got})"
+        last = deltas[-1] if deltas else None
+        assert isinstance(last, types.ErrorDelta) and isinstance(last.error, TimeoutError), (
+            f"{label}: last delta: got {last!r}, want ErrorDelta(TimeoutError) (Config.timeout bounds every read)"
+        )
+    assert len(server.requests) == 2 and list(sleeps) == [], (
+        f"got {len(server.requests)} requests and sleeps {list(sleeps)}, want 2 requests (one each way) and no sleep"
+    )
+
+
+def _keep_alive_cut(*pieces: str) -> Answer:
+    """A complete chunked body without [DONE]: the client sees the body end, the connection stays open."""
+    return Answer(sse_head() + _text_events(*pieces) + b"0\r\n\r\n")
+
+
+CLOSE_CASES = ["read-to-end", "api-error", "retried-after-503", "retried-after-cut", "closed-early"]
+
+
+@pytest.mark.parametrize("case", CLOSE_CASES)
+def test_connections_closed(server, sleeps, case):
+    """The client closes its connection itself (the server sees it go) when a stream is read to its end,
+    when an answer is an error, before the wait that precedes a retry, and when it is closed early."""
+    open_at_sleep: list[int] = []
+
+    def look(seconds: float) -> None:  # the server's view while the retry wrapper waits
+        server.wait_all_closed(1.0)
+        open_at_sleep.append(server.open_connections)
+
+    sleeps.on_sleep = look
+    good = sse_answer([api_chunk({"content": "ok"}), api_chunk({}, "stop")])
+    error = json_answer(503, "Service Unavailable", '{"error": {"message": "busy", "type": "server_error"}}')
+    if case == "read-to-end":
+        server.script(good)
+        list(provider(server).chat_stream([user("hi")]))
+    elif case == "api-error":
+        server.script(json_answer(400, "Bad Request", '{"error": {"message": "no", "type": "invalid_request_error"}}'))
+        with pytest.raises(errors.APIError) as caught:
+            provider(server).chat_stream([user("hi")])
+        assert caught.value.status == 400, f"got {caught.value!r}, want APIError 400"
+    elif case == "closed-early":
+        server.script(good)
+        stream = provider(server).chat_stream([user("hi")])
+        held = hold_references(stream)  # noqa: F841 - only an explicit close may end the connection
+        stream.close()
+    else:
+        server.script(error if case == "retried-after-503" else _keep_alive_cut(), good)
+        deltas = list(retry.with_retry(provider(server), retry.RetryPolicy(sleep=sleeps)).chat_stream([user("hi")]))
+        assert texts(deltas) == ["ok"], f"{case}: got {[neutral(d) for d in deltas]}, want the retried answer 'ok'"
+        assert open_at_sleep == [0], (
+            f"{case}: connections the server still saw open while the wrapper waited to retry: {open_at_sleep}, want [0] "
+            "(close the failed attempt before waiting)"
+        )
+    assert server.wait_all_closed(1.0), (
+        f"{case}: the server still sees {server.open_connections} open connection(s) 1 s later: the client must close "
+        "the connection itself, not leave it to the garbage collector"
+    )
 
 
 @pytest.mark.parametrize(
@@ -600,11 +1026,76 @@ def test_faketool_tool_call(fake):
     assert wire[-1] == want_result, f"tool message sent back: got {wire[-1]!r}, want {want_result!r}"
 
 
+class ScriptedStream:
+    """An inner provider's stream: yields the given deltas, raises an exception given among them, records close()."""
+
+    def __init__(self, items: list) -> None:
+        self._items = list(items)
+        self.closed = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.closed or not self._items:
+            raise StopIteration
+        item = self._items.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class ScriptedProvider:
+    """A Provider without a network: each chat_stream call returns the next ScriptedStream."""
+
+    def __init__(self, *streams: ScriptedStream) -> None:
+        self.streams = list(streams)
+        self.calls = 0
+
+    def chat_stream(self, messages, tools=(), options=None):  # noqa: ANN001, ANN201
+        self.calls += 1
+        return self.streams.pop(0)
+
+
+def test_retry_wraps_any_provider(sleeps):
+    """with_retry over any Provider: an exception raised while reading the inner stream reaches the caller
+    and closes that stream; an inner stream that just ends is passed on as it is; an exception inside the
+    caller's own loop, once closing() closes the outer stream, closes the inner one too."""
+    policy = retry.RetryPolicy(sleep=sleeps)
+    broken = ScriptedStream([types.UsageDelta(1, 0), RuntimeError("provider bug")])
+    try:
+        retry.with_retry(ScriptedProvider(broken), policy).chat_stream([user("hi")])
+    except RuntimeError:
+        pass
+    else:
+        pytest.fail("an inner stream raising RuntimeError before content: no exception, want it raised to the caller", pytrace=False)
+    assert broken.closed, "an inner stream that raised while the wrapper read it: never closed, want close() called"
+
+    short = ScriptedStream([types.UsageDelta(2, 0)])
+    deltas = list(retry.with_retry(ScriptedProvider(short), policy).chat_stream([user("hi")]))
+    assert deltas == [types.UsageDelta(2, 0)], f"an inner stream that ends after a usage delta: got {deltas!r}, want [UsageDelta(2, 0)] as it came"
+    assert short.closed, "an inner stream read to its end through the wrapper: never closed, want close() called"
+
+    inner = ScriptedStream([types.TextDelta("a"), types.TextDelta("b"), types.DoneDelta("stop")])
+    outer = retry.with_retry(ScriptedProvider(inner), policy).chat_stream([user("hi")])
+    try:
+        with contextlib.closing(outer) as stream:
+            for delta in stream:
+                raise KeyError(f"the caller failed on {delta!r}")
+    except KeyError:
+        pass
+    assert inner.closed, "the caller's loop raised inside `with closing(stream)`: the inner stream was not closed"
+    assert list(sleeps) == [], f"sleeps: got {list(sleeps)}, want [] (nothing here is retryable)"
+
+
 def retryable_table() -> list:
     """(label, error, want): built when the test runs, so a broken errors module fails only this test."""
     return [
         *[(f"APIError({s})", errors.APIError(s), True) for s in (408, 429, 500, 502, 503, 504)],
-        *[(f"APIError({s})", errors.APIError(s), False) for s in (400, 401, 403, 404, 409, 422, 501)],
+        *[(f"APIError({s})", errors.APIError(s), False) for s in (400, 401, 403, 404, 407, 409, 410, 422, 499, 501, 505, 599)],
         ("StreamCutError()", errors.StreamCutError(), True),
         ("StreamError(server_error)", errors.StreamError(type="server_error"), True),
         ("StreamError(invalid_request_error)", errors.StreamError(type="invalid_request_error"), False),
@@ -612,6 +1103,8 @@ def retryable_table() -> list:
         ("ConnectionRefusedError", ConnectionRefusedError(111, "Connection refused"), True),
         ("ConnectionResetError", ConnectionResetError(104, "Connection reset by peer"), True),
         ("ConnectionAbortedError", ConnectionAbortedError(103, "Software caused connection abort"), True),
+        ("BrokenPipeError (a ConnectionError)", BrokenPipeError(32, "Broken pipe"), True),
+        ("StreamError(type='')", errors.StreamError(), False),
         ("http.client.RemoteDisconnected", http.client.RemoteDisconnected("Remote end closed connection"), True),
         ("http.client.IncompleteRead", http.client.IncompleteRead(b"", 10), True),
         ("TimeoutError", TimeoutError("timed out"), True),
@@ -631,86 +1124,133 @@ def test_retryable_table():
 
 
 def test_accumulator_orders_calls_by_index():
-    """Calls come out sorted by index whatever order they ended in; no arguments is '{}'; no end delta is an error."""
-    c0 = types.ToolCall("call_0", "get_weather", '{"city":"Paris"}')
-    c1 = types.ToolCall("call_1", "list_files", "")
-    c2 = types.ToolCall("call_2", "get_time", '{"tz":"UTC"}')
+    """Tool calls come out sorted by index (0, 1, 2, 10), whatever order they ended in."""
+    calls = {i: types.ToolCall(f"call_{i}", f"tool_{i}", f'{{"n": {i}}}') for i in (10, 2, 0, 1)}
+    acc = types.Accumulator()
+    for i in (10, 2, 0, 1):
+        acc.add(types.ToolCallStartDelta(i, calls[i].id, calls[i].name))
+    for i in (2, 10, 1, 0):
+        acc.add(types.ToolCallEndDelta(i, calls[i]))
+    acc.add(types.DoneDelta("tool_calls"))
+    got = [c.id for c in acc.message().tool_calls]
+    want = ["call_0", "call_1", "call_2", "call_10"]
+    assert got == want, f"tool calls ended in index order 2, 10, 1, 0: got ids {got}, want {want} (index order)"
+
+
+def test_accumulator_message():
+    """message(): text joined, calls as their end deltas carry them ('{}' for no arguments), a fresh Message
+    each time; usage() the last UsageDelta; finish_reason '' until the DoneDelta."""
     acc = types.Accumulator()
     assert acc.finish_reason == "", f"finish_reason before any delta: got {acc.finish_reason!r}, want ''"
+    assert acc.usage() == types.Usage(), f"usage() before any delta: got {acc.usage()!r}, want Usage(0, 0)"
     for d in [
-        types.ToolCallStartDelta(2, c2.id, c2.name),
-        types.ToolCallStartDelta(0, c0.id, c0.name),
-        types.ToolCallStartDelta(1, c1.id, c1.name),
-        types.ToolCallArgsDelta(2, c2.arguments),
         types.TextDelta("Let me "),
-        types.ToolCallArgsDelta(0, c0.arguments),
+        types.ToolCallStartDelta(0, "call_0", "list_files"),
+        types.ToolCallStartDelta(1, "call_1", "read_file"),
         types.TextDelta("check."),
-        types.ToolCallEndDelta(2, c2),
-        types.ToolCallEndDelta(1, c1),
-        types.ToolCallEndDelta(0, c0),
+        types.ToolCallArgsDelta(1, '{"path": "a"}'),
         types.UsageDelta(3, 1),
+        types.ToolCallEndDelta(0, types.ToolCall("call_0", "list_files", "")),
         types.UsageDelta(12, 7),
     ]:
         acc.add(d)
     assert acc.finish_reason == "", f"finish_reason before the DoneDelta: got {acc.finish_reason!r}, want ''"
-    assert isinstance(acc.error, types.IncompleteStreamError), (
-        f"error with no DoneDelta yet: got {acc.error!r}, want IncompleteStreamError"
-    )
-    acc.add(types.DoneDelta("tool_calls"))
+    acc.add(types.DoneDelta("length"))
     message = acc.message()
-    got_ids = [c.id for c in message.tool_calls]
-    assert got_ids == ["call_0", "call_1", "call_2"], f"tool calls: got ids {got_ids}, want ['call_0', 'call_1', 'call_2'] (index order)"
-    got_args = [c.arguments for c in message.tool_calls]
-    want_args = ['{"city":"Paris"}', "{}", '{"tz":"UTC"}']
-    assert got_args == want_args, f"arguments: got {got_args}, want {want_args} (no arguments is '{{}}')"
-    assert role_value(message.role) == "assistant", f"role: got {message.role!r}, want assistant"
-    assert message.content == "Let me check.", f"content: got {message.content!r}, want 'Let me check.'"
-    assert acc.usage() == types.Usage(12, 7), f"usage: got {acc.usage()!r}, want Usage(12, 7) (the last UsageDelta)"
-    assert acc.finish_reason == "tool_calls", f"finish_reason: got {acc.finish_reason!r}, want 'tool_calls'"
-    assert acc.error is None, f"error after DoneDelta: got {acc.error!r}, want None"
+    got = message_form(message)
+    want = {"role": "assistant", "content": "Let me check.", "tool_calls": [{"id": "call_0", "name": "list_files", "arguments": "{}"}]}
+    assert got == want, (
+        f"message(): got {got}, want {want} (text joined; a call counts once its end delta came; no arguments is '{{}}')"
+    )
+    assert acc.usage() == types.Usage(12, 7), f"usage(): got {acc.usage()!r}, want Usage(12, 7) (the last UsageDelta)"
+    assert acc.finish_reason == "length", f"finish_reason: got {acc.finish_reason!r}, want 'length'"
 
+    # what the caller does with the message it got must not change the accumulator
+    message.tool_calls.append(types.ToolCall("call_x", "rm", "{}"))
+    message.content += " (edited)"
+    again = message_form(acc.message())
+    assert again == want, f"message() after the caller changed the previous result: got {again}, want {want} again"
+
+
+def test_accumulator_errors():
+    """error is None after a DoneDelta, the ErrorDelta's error after one, IncompleteStreamError with neither;
+    collect() returns the message and usage, or raises that error."""
     opened = [types.ToolCallStartDelta(0, "call_0", "get_weather"), types.ToolCallArgsDelta(0, '{"city":')]
     acc = types.Accumulator()
     for d in opened:
         acc.add(d)
+    assert isinstance(acc.error, types.IncompleteStreamError), f"error with no DoneDelta yet: got {acc.error!r}, want IncompleteStreamError"
     assert acc.message().tool_calls == [], f"a call with no end delta: got {acc.message().tool_calls!r}, want no tool call"
-    with pytest.raises(types.IncompleteStreamError):
+    try:
         types.collect(opened)
+    except types.IncompleteStreamError:
+        pass
+    else:
+        pytest.fail("collect() of a stream with no done or error delta: returned, want IncompleteStreamError raised", pytrace=False)
 
     cut = errors.StreamCutError()
     acc = types.Accumulator()
     for d in [types.TextDelta("Hel"), types.ErrorDelta(cut)]:
         acc.add(d)
     assert acc.error is cut, f"error after an ErrorDelta: got {acc.error!r}, want that delta's error"
-    with pytest.raises(errors.StreamCutError):
+    try:
         types.collect([types.TextDelta("Hel"), types.ErrorDelta(cut)])
+    except errors.StreamCutError as raised:
+        assert raised is cut, f"collect() raised {raised!r}, want the ErrorDelta's own error object"
+    else:
+        pytest.fail("collect() of a stream ending in ErrorDelta(StreamCutError()): returned, want the error raised", pytrace=False)
 
+    acc = types.Accumulator()
+    acc.add(types.DoneDelta("stop"))
+    assert acc.error is None, f"error after a DoneDelta: got {acc.error!r}, want None"
     message, usage = types.collect([types.TextDelta("hi"), types.DoneDelta("stop")])
     assert (message.content, usage) == ("hi", types.Usage()), f"collect: got {(message.content, usage)!r}, want ('hi', Usage(0, 0))"
 
 
-def test_seams():
-    """Call context (tainted without one), step names, is_content, Verdict and Direct."""
-    assert types.current_call_context().tainted is True, (
-        f"no call context set: got {types.current_call_context()!r}, want tainted=True (err on the cautious side)"
+def test_call_context_default_tainted():
+    """With no call context set (in this thread, or in a new one), current_call_context() is tainted."""
+    got = types.current_call_context()
+    assert got == types.CallContext(tainted=True), f"no call context set: got {got!r}, want CallContext(tainted=True) (err on the cautious side)"
+    seen: list = []
+    with types.call_context(types.CallContext(tainted=False, iter=1)):
+        t = threading.Thread(target=lambda: seen.append(types.current_call_context()))
+        t.start()
+        t.join()
+    assert seen == [types.CallContext(tainted=True)], (
+        f"a new thread (a thread starts with no context): got {seen!r}, want [CallContext(tainted=True)]"
     )
+
+
+def test_call_context_restores():
+    """call_context(cc) sets cc for its block and gives it back; afterwards the previous context is back,
+    nested or not, and also when the block raises (the exception goes on to the caller)."""
     outer = types.CallContext(tainted=False, iter=1)
     inner = types.CallContext(tainted=True, iter=2)
-    with types.call_context(outer):
+    with types.call_context(outer) as given:
+        assert given is outer, f"with call_context(outer) as x: got x={given!r}, want outer itself"
         assert types.current_call_context() == outer, f"inside call_context(outer): got {types.current_call_context()!r}, want {outer!r}"
         with types.call_context(inner):
             assert types.current_call_context() == inner, f"nested: got {types.current_call_context()!r}, want {inner!r}"
         assert types.current_call_context() == outer, f"after the nested block: got {types.current_call_context()!r}, want {outer!r} restored"
-        seen: list = []
-        t = threading.Thread(target=lambda: seen.append(types.current_call_context()))
-        t.start()
-        t.join()
-        assert seen[0].tainted is True, f"another thread (no context set there): got {seen[0]!r}, want tainted=True"
-    assert types.current_call_context().tainted is True, (
+        try:
+            with types.call_context(inner):
+                raise KeyError("a tool failed")
+        except KeyError:
+            pass
+        else:
+            pytest.fail("an exception raised inside call_context(...) did not reach the code around the block", pytrace=False)
+        assert types.current_call_context() == outer, (
+            f"after a nested block that raised: got {types.current_call_context()!r}, want {outer!r} restored"
+        )
+    assert types.current_call_context() == types.CallContext(tainted=True), (
         f"after every block: got {types.current_call_context()!r}, want the default again (tainted=True)"
     )
 
-    names = [(types.llm_step(3), "llm/3"), (types.tool_step(3, 0, "get_weather"), "tool/3/0/get_weather")]
+
+def test_step_names():
+    """llm_step and tool_step build "llm/3" and "tool/3/0/get_weather"; step_tool_name reads the tool name
+    back (names may contain "/"), and gives None for anything else (non-ASCII digits included)."""
+    names = [(types.llm_step(3), "llm/3"), (types.tool_step(3, 0, "get_weather"), "tool/3/0/get_weather"), (types.llm_step(0), "llm/0")]
     for got, want in names:
         assert got == want, f"step name: got {got!r}, want {want!r}"
     parse = {
@@ -719,9 +1259,14 @@ def test_seams():
         types.tool_step(7, 2, "mcp/github/open_pr"): "mcp/github/open_pr",
         "llm/3": None,
         "tool/3/0": None,
+        "tool/3/0/": None,
         "tool/x/0/get_weather": None,
         "tool/3/y/get_weather": None,
         "tool/3.5/0/get_weather": None,
+        "tool/-1/0/get_weather": None,
+        "tool//0/get_weather": None,
+        "tool/\u0663/0/get_weather": None,  # ARABIC-INDIC DIGIT THREE: a digit, but not an ASCII one
+        "tool/3/\u00b2/get_weather": None,  # SUPERSCRIPT TWO
         "tools/3/0/get_weather": None,
         "": None,
     }
@@ -729,6 +1274,9 @@ def test_seams():
         got = types.step_tool_name(step)
         assert got == want, f"step_tool_name({step!r}): got {got!r}, want {want!r}"
 
+
+def test_content_and_verdicts():
+    """is_content is true for text and the three tool-call deltas only; Verdict's constructors; Direct runs the step."""
     content = [
         (types.TextDelta("x"), True),
         (types.ToolCallStartDelta(0, "c", "n"), True),
@@ -801,6 +1349,152 @@ def test_sse_spec_edges(body, want, chunked):
         assert got == want, f"body {body!r} read {size} byte(s) at a time: got events {got!r}, want {want!r}"
 
 
+def spec_events(body: bytes) -> list[tuple[str, str]]:
+    """What the WHATWG rules give for a whole body: the (data, event type) pairs, by a plain reading of
+    section 2.2 (lines cut at CRLF, LF or CR; one BOM dropped; U+FFFD for undecodable bytes)."""
+    text = body.decode("utf-8", "replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = re.split("\r\n|\r|\n", text)[:-1]  # the last piece has no line end: never part of an event
+    events, data, kind = [], [], ""
+    for line in lines:
+        if not line:
+            if data:
+                events.append(("\n".join(data), kind or "message"))
+            data, kind = [], ""
+            continue
+        name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            data.append(value)
+        elif name == "event":
+            kind = value
+    return events
+
+
+def events_read(pieces: list[bytes]) -> list[tuple[str, str]]:
+    return [(e.data, e.event) for e in sse.EventReader(PiecesReader(pieces), read_size=65536)]
+
+
+def cut(body: bytes, points: tuple[int, ...]) -> list[bytes]:
+    bounds = [0, *points, len(body)]
+    return [body[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+LINE_ENDS = ("\n", "\r\n", "\r")
+
+
+def line_end_bodies() -> list[bytes]:
+    """Two events, with every combination of LF, CRLF and CR after a data line and as the blank line."""
+    return [
+        f"data: a{x}data: b{y}{z}data: c{w}{w}".encode()
+        for x, y, z, w in itertools.product(LINE_ENDS, LINE_ENDS, LINE_ENDS, LINE_ENDS[:2])
+    ]
+
+
+def test_sse_line_ends_every_split():
+    """Every mix of LF, CRLF and CR in data lines and blank lines gives the events the rules give, whatever
+    the split into reads: at every point, one byte alone in its read, two bytes alone, and one byte per read."""
+    failures = []
+    for body in line_end_bodies():
+        want = spec_events(body)
+        n = len(body)
+        ways = [(i,) for i in range(1, n)]  # two reads, split at i
+        ways += [(i, i + 1) for i in range(1, n - 1)]  # the byte at i alone in the middle read
+        ways += [(i, i + 2) for i in range(1, n - 2)]  # the two bytes at i alone
+        ways.append(tuple(range(1, n)))  # one byte per read
+        for points in ways:
+            got = events_read(cut(body, points))
+            if got != want:
+                reads = cut(body, points)
+                failures.append(f"body {body!r} read as {reads if len(reads) < 6 else f'{len(reads)} one-byte reads'}: got {got}, want {want}")
+                break
+        if len(failures) >= 3:
+            break
+    assert not failures, "\n".join(failures)
+
+
+PROPERTY_LINES = ("data: a", "data:b ", "data", "data:  \u00e9\u2028x", "data: \U0001f44b:", "event: x", "event", ": c", ":", "", "", "id: 1", "retry: 5")
+PROPERTY_TAILS = ("", "data: pending", "\r", "data: \u20ac")
+
+
+def random_case(rng: random.Random) -> tuple[list[str], tuple[int, ...]]:
+    """A body as (lines each with its line end, plus a last unterminated piece) and read boundaries."""
+    lines = [rng.choice(PROPERTY_LINES) + rng.choice(LINE_ENDS) for _ in range(rng.randrange(13))]
+    if rng.random() < 0.2:
+        lines.insert(0, "\ufeff")
+    lines.append(rng.choice(PROPERTY_TAILS))
+    data = "".join(lines).encode("utf-8")
+    if len(data) < 2:
+        return lines, ()
+    mode = rng.random()
+    if mode < 0.1:  # one byte per read
+        return lines, tuple(range(1, len(data)))
+    # reads that end or begin right at a CR or LF, where line ends are split: all such points, or some
+    near = sorted({i + d for i, byte in enumerate(data) if byte in b"\r\n" for d in (0, 1) if 0 < i + d < len(data)})
+    if mode < 0.4 and near:
+        return lines, tuple(near)
+    if mode < 0.7 and near:
+        return lines, tuple(sorted(rng.sample(near, min(len(near), rng.randrange(1, 9)))))
+    return lines, tuple(sorted(rng.sample(range(1, len(data)), min(len(data) - 1, rng.randrange(9)))))
+
+
+def property_failure(lines: list[str], points: tuple[int, ...]) -> str:
+    """Why this case breaks the property, or ''."""
+    data = "".join(lines).encode("utf-8")
+    whole = events_read([data])
+    want = spec_events(data)
+    if whole != want:
+        return f"body {data!r} read whole: got {whole}, want {want}"
+    got = events_read(cut(data, points))
+    if got != whole:
+        return f"body {data!r} read as {cut(data, points)}: got {got}, want {whole} (as when read whole)"
+    return ""
+
+
+def shrink(lines: list[str], points: tuple[int, ...]) -> tuple[list[str], tuple[int, ...]]:
+    """A smaller case that still fails: drop lines and read boundaries while the failure remains."""
+    progress = True
+    while progress:
+        progress = False
+        for k in range(len(lines)):
+            fewer = lines[:k] + lines[k + 1 :]
+            size = len("".join(fewer).encode("utf-8"))
+            kept = tuple(p for p in points if p < size)
+            if fewer and property_failure(fewer, kept):
+                lines, points, progress = fewer, kept, True
+                break
+        for k in range(len(points)):
+            fewer_points = points[:k] + points[k + 1 :]
+            if property_failure(lines, fewer_points):
+                points, progress = fewer_points, True
+                break
+    return lines, points
+
+
+def test_sse_any_reads_same_events():
+    """A property, checked on 400 generated cases (always the same ones, from a fixed seed): for any stream
+    of data, event, id, comment and blank lines with any line ends, cut into reads anywhere, the events
+    are those of reading it whole, and those the rules give. A failure is shown shrunk to a small case."""
+    rng = random.Random(20261130)
+    for _ in range(400):
+        lines, points = random_case(rng)
+        if property_failure(lines, points):
+            small_lines, small_points = shrink(lines, points)
+            pytest.fail(property_failure(small_lines, small_points), pytrace=False)
+
+
+def test_sse_linear_time(chunked):
+    """One 20 MiB event read 1 KiB at a time is read in linear time: about 0.05 s here, where rebuilding
+    the pending text on every read (buf = buf + text) takes minutes, far beyond the test's time limit."""
+    size = 20 << 20
+    body = b"data: " + b"x" * size + b"\n\ndata: [DONE]\n\n"
+    reader = chunked(body, 1024)
+    lengths = [len(e.data) for e in sse.EventReader(reader, read_size=1024)]
+    assert lengths == [size, 6], f"a 20 MiB event then [DONE], 1 KiB reads: got events of lengths {lengths}, want [{size}, 6]"
+
+
 def test_sse_large_event(chunked):
     """One 1 MiB event read 4096 bytes at a time, and a 4 KiB event read 1 byte at a time, arrive intact."""
     unit = "0123456789abcdef" * 15 + "é€👋 "
@@ -837,3 +1531,15 @@ def test_retry_after_capped(fake, sleeps):
     message, _ = types.collect(retrying(fake, sleeps, max_attempts=3, max_retry_after=5.0).chat_stream([user("hi")]))
     assert list(sleeps) == [5.0], f"Retry-After: 5 with max_retry_after=5.0: got sleeps {list(sleeps)}, want [5.0] (at the cap is still honored)"
     assert message.content == "ok", f"text after the retry: got {message.content!r}, want 'ok'"
+
+    # just above the cap, and the default cap (60 s)
+    for header, policy in (("5.5", {"max_retry_after": 5.0}), ("61", {}), ("3600", {})):
+        fake.clear()
+        sleeps.clear()
+        fake.script(fake_model.http_error(503, retry_after=header), fake_model.text("too late"))
+        with pytest.raises(errors.APIError):
+            retry.with_retry(provider(fake), retry.RetryPolicy(sleep=sleeps, **policy)).chat_stream([user("hi")])
+        where = f"Retry-After: {header} with RetryPolicy({', '.join(f'{k}={v}' for k, v in policy.items())})"
+        assert list(sleeps) == [] and requests_made(fake) == 1, (
+            f"{where}: got sleeps {list(sleeps)} and {requests_made(fake)} requests, want no sleep and 1 request"
+        )

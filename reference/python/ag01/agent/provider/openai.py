@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import copy
 import http.client
 import json
 import math
@@ -71,7 +72,8 @@ def _tool_call_json(call: ToolCall) -> dict:
 
 
 def _tool_json(tool: ToolDef) -> dict:
-    function = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+    # a copy: a caller who edits the body before sending it must not edit the tool's schema too
+    function = {"name": tool.name, "description": tool.description, "parameters": copy.deepcopy(tool.parameters)}
     return {"type": "function", "function": function}
     # course: end request_body
 
@@ -116,7 +118,7 @@ class OpenAIProvider:
         return _ResponseStream(connection, response)
 
     def _connect(self) -> http.client.HTTPConnection:
-        if self._https:
+        if self._https:  # pragma: no cover - the catalog's servers speak plain HTTP on 127.0.0.1
             return http.client.HTTPSConnection(self._host, self._port, timeout=self._config.timeout)
         return http.client.HTTPConnection(self._host, self._port, timeout=self._config.timeout)
 

@@ -63,9 +63,6 @@ class EventReader:
         # the generator itself, so that a for loop steps it without a Python-level __next__ per event
         return self._events
 
-    def __next__(self) -> Event:
-        return next(self._events)
-
     def _parse(self) -> Iterator[Event]:
         last_id = ""  # unlike the event type, kept from one event to the next
         for blocks in self._blocks():
@@ -106,8 +103,8 @@ class EventReader:
             blocks[0] = "".join(unfinished)
             unfinished = [blocks.pop()]
             # three or more line ends in a row leave empty blocks, or blocks starting with a LF:
-            # the extra blank lines end no further event
-            yield [block for block in blocks if block]
+            # the general path below finds no data in the extra blank lines, so they end no event
+            yield blocks
         # end of input: an event without its blank line is discarded, as the spec says
 
     def _text(self) -> Iterator[str]:
@@ -121,10 +118,11 @@ class EventReader:
             if not text:  # only part of a character so far
                 continue
             if after_cr and text[0] == "\n":
-                text = text[1:]
-                if not text:
-                    continue
+                text = text[1:]  # the LF of a CRLF whose CR ended the previous text
+            # set after every text, an emptied one included: a CR's LF can only come right after it
             after_cr = text.endswith("\r")
+            if not text:
+                continue
             if "\r" in text:  # CRLF first, so that its CR and LF do not end two lines
                 text = text.replace("\r\n", "\n").replace("\r", "\n")
             yield text

@@ -17,6 +17,8 @@ The imports below are the ones the reference solution uses; add or drop any.
     - "tools" only when there are some, each {"type": "function", "function": {"name": ...,
       "description": ..., "parameters": ...}}.
     - "temperature" and "max_tokens" only when options sets them (not None).
+    - The body shares no nested object with the arguments: changing it, at any depth, must not
+      change a ToolDef's parameters (copy them, e.g. with copy.deepcopy), nor the other way round.
     - Each message: {"role": "user", "content": "..."} (the role's string value), plus:
       * with tool calls: "tool_calls": [{"id": ..., "type": "function", "function": {"name": ...,
         "arguments": ...}}], where arguments is the JSON *string* ("{}" when it is ""), and
@@ -27,6 +29,7 @@ The imports below are the ones the reference solution uses; add or drop any.
     raise NotImplementedError("request_body: see its docstring and section 4 of `course show ag01`.")
 {% endblock %}
 {% block OpenAIProvider__init__ %}
+        """Raise ValueError when config.base_url is not an http or https URL with a host."""
         self._config = config
         # you may prepare more here, e.g. the host, port and path taken from config.base_url
 {% endblock %}
@@ -36,18 +39,24 @@ The imports below are the ones the reference solution uses; add or drop any.
         Before returning (so these are raised to the caller):
         - open an http.client.HTTPConnection (HTTPSConnection for https) to the host and port
           of config.base_url, with timeout=config.timeout;
-        - POST to the path of base_url + "/chat/completions" the JSON of request_body(config.model,
-          ...), with headers Content-Type: application/json, Accept: text/event-stream,
-          Authorization: Bearer <api_key> (only when api_key is set), and config.headers;
-        - if the status is not 2xx: read the body and raise APIError(status, type, code, message,
-          retry_after) from its {"error": {...}} (the body may not be JSON at all: tolerate it);
-          retry_after = the Retry-After header as seconds (float), None when absent or not a
-          number. Close the connection first. Errors while connecting (OSError) just propagate.
+        - POST to the path of base_url + "/chat/completions" (a "/" ending base_url is not doubled)
+          the JSON of request_body(config.model, ...), with headers Content-Type:
+          application/json, Accept: text/event-stream, Authorization: Bearer <api_key> (only when
+          api_key is set), and config.headers last (a header there replaces ours of that name);
+        - if the status is not 2xx (anything outside 200-299, 3xx included): read the body and
+          raise APIError(status, type, code, message, retry_after) from its {"error": {...}}.
+          The body may not be JSON at all: without an error object the message is the body's
+          text, stripped (the status line's reason when the body is empty). retry_after = the
+          Retry-After header as seconds (float, fractions allowed), None when absent or not a
+          finite number >= 0 (a date, "inf", "-1"). Close the connection first. Errors while
+          connecting (OSError) just propagate.
 
         The stream then reads the body with EventReader and Decoder and yields every delta:
         - it stops after the Decoder says the stream is finished;
         - when the body ends before that: yield ErrorDelta(StreamCutError());
-        - when reading fails (OSError or http.client.HTTPException): yield ErrorDelta(that error);
+        - when reading fails (OSError, a TimeoutError after config.timeout seconds without a byte,
+          or http.client.HTTPException such as IncompleteRead for a chunk cut short or malformed):
+          yield ErrorDelta(that error); nothing is ever raised once the stream has started;
         - when it ends, and when the caller calls its close(), even before reading anything, it
           closes the response AND the connection: that is what tells the server to stop (section 7).
         Careful: a generator closed before its first step never runs its `finally`. A small class

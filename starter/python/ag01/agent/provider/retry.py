@@ -14,7 +14,8 @@ The imports below are the ones the reference solution uses; add or drop any.
 {% block RetryPolicy_delay %}
         """Return the wait, in seconds, after failure number `n` (n == 1 after the first failure).
 
-        When `error` is an APIError whose retry_after is not None, return retry_after.
+        When `error` is an APIError whose retry_after is not None, return retry_after, even
+        when it exceeds max (whether to wait that long is chat_stream's decision).
         Otherwise return min(max, initial * multiplier ** (n - 1)): 0.5, 1, 2, 4, ... with the
         defaults.
         """
@@ -24,8 +25,8 @@ The imports below are the ones the reference solution uses; add or drop any.
     """Return True when the same request could succeed if sent again.
 
     True for: APIError with status 408, 429, 500, 502, 503 or 504; StreamCutError; StreamError
-    whose type is "server_error"; ConnectionError (refused, reset, aborted; it includes
-    http.client.RemoteDisconnected); http.client.IncompleteRead; TimeoutError.
+    whose type is "server_error"; ConnectionError and its subclasses (refused, reset, aborted,
+    broken pipe, http.client.RemoteDisconnected); http.client.IncompleteRead; TimeoutError.
     False for everything else: other statuses, other StreamErrors, a ProviderError (invalid
     JSON), any other exception.
     """
@@ -42,14 +43,17 @@ The imports below are the ones the reference solution uses; add or drop any.
         """Call the inner provider, retrying failures that happen before the first content delta.
 
         A failure may be retried when retryable(error) says so, attempts are left (max_attempts
-        counts the first attempt), and it is not an APIError whose retry_after exceeds
-        policy.max_retry_after. Before each new attempt call policy.sleep(policy.delay(n, error)),
-        n being the number of failures so far.
+        counts the first attempt; raised failures and failures inside a stream count alike), and
+        it is not an APIError whose retry_after exceeds policy.max_retry_after (equal is fine).
+        Before each new attempt call policy.sleep(policy.delay(n, error)), n being the number of
+        failures so far.
 
         1. Call the inner chat_stream. If it raises: retry if allowed, else re-raise.
         2. Read deltas from the stream and hold them back until the first content delta
-           (is_content), a DoneDelta or an ErrorDelta. An ErrorDelta there whose error may be
-           retried: close that stream, drop what you held, sleep, and start again at 1.
+           (is_content: a tool call counts as much as text), a DoneDelta or an ErrorDelta. An
+           ErrorDelta there whose error may be retried: close that stream (before sleeping),
+           drop what you held (usage included), sleep, and start again at 1. If reading the
+           stream raises, close it and let the exception through.
         3. Otherwise you are committed: return a generator that yields the held deltas, then
            every remaining delta of the stream unchanged (a later ErrorDelta included: never
            retried, the caller already has text), and closes the inner stream in a `finally`.

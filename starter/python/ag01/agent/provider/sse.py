@@ -23,12 +23,15 @@ The imports below are the ones the reference solution uses; add or drop any.
         UTF-8 character, between the CR and the LF of one line end.
 
         - Decode with codecs.getincrementaldecoder (the "utf-8-sig" codec also drops one leading
-          BOM); never bytes.decode() on each read.
+          BOM) with errors="replace": bytes that are not valid UTF-8 become U+FFFD, never an
+          exception. Never bytes.decode() on each read.
         - A line ends at "\\r\\n", "\\n" or a lone "\\r"; a "\\r" at the end of one read followed by
-          "\\n" at the start of the next is ONE line end. Do not use str.splitlines().
+          "\\n" at the start of the next is ONE line end. Whatever remembers "the last read ended
+          in \\r" must be cleared once the next read is seen, even a read that held only that
+          "\\n". Do not use str.splitlines().
         - A blank line dispatches the event, if its data list is not empty: yield
           Event(data lines joined with "\\n", the event field or "message", the last id).
-          Then clear the data and the event field (the last id stays).
+          Then clear the data and the event field (the last id stays for later events).
         - A line starting with ":" is a comment. Otherwise split at the first ":" into field and
           value and remove ONE leading space from the value; a line without ":" is a field with
           an empty value. Fields: "data" appends the value, "event" sets the type, "id" sets the
@@ -53,18 +56,25 @@ The imports below are the ones the reference solution uses; add or drop any.
         - "[DONE]": close every open call (below), then DoneDelta(the finish_reason seen so far,
           "" if none); finished.
         - Data that is not valid JSON: [ErrorDelta(ProviderError("invalid JSON in stream event: ..."))];
-          finished.
+          finished. The same (an ErrorDelta holding a ProviderError; finished) for JSON that is not
+          an object, and for an object of the wrong shape (e.g. "choices": 5, or a delta that is
+          not an object).
         - A JSON object with an "error" key, e.g. {"error": {"type": ..., "code": ..., "message": ...}}:
-          [ErrorDelta(StreamError(type, code, message))]; finished.
-        - Otherwise a chunk; not finished. For the choice with index 0, in this order:
+          [ErrorDelta(StreamError(type, code, message))]; finished. An error that is a plain
+          string becomes StreamError(message=that string).
+        - Otherwise a chunk; not finished. A field that is null counts as absent (real chunks
+          carry "content": null, "usage": null, "logprobs": null ...). Only the choice with index
+          0 counts (other choices are other answers); for it, in this order:
           * delta.content, when it is a NON-EMPTY string: TextDelta(content);
           * each entry of delta.tool_calls, by its "index": the first time an index is seen,
-            ToolCallStartDelta(index, id, function.name); then, when function.arguments is a
+            ToolCallStartDelta(index, id, function.name) (later entries of the same index may
+            repeat id and name: they start nothing); then, when function.arguments is a
             non-empty string, append it to THAT index's fragments and emit
             ToolCallArgsDelta(index, fragment);
-          * a non-null finish_reason: remember it, and close every open call.
+          * a non-null finish_reason, whatever it is ("stop", "tool_calls", "length" ...):
+            remember it, and close every open call.
           Then, when the chunk has a "usage" object (it usually comes with "choices": []):
-          UsageDelta(usage.prompt_tokens, usage.completion_tokens).
+          UsageDelta(usage.prompt_tokens, usage.completion_tokens); total_tokens may be missing.
         - Closing the open calls: one ToolCallEndDelta(index, ToolCall(id, name, arguments)) per
           open call, lowest index first, arguments = its fragments joined or "{}" when none
           came; afterwards no call is open.
