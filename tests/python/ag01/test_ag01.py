@@ -509,6 +509,9 @@ def test_request_body():
     minimal = json.loads(json.dumps(openai.request_body("m", [user("hi")])))
     want_minimal = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True, "stream_options": {"include_usage": True}}
     assert minimal == want_minimal, f"request_body() with no tools and no options: got {minimal!r}, want {want_minimal!r}"
+    cold = json.loads(json.dumps(openai.request_body("m", [user("hi")], None, types.CallOptions(temperature=0.0))))
+    assert cold.get("temperature") == 0.0 and "max_tokens" not in cold, \
+        f"a temperature of 0 is set, so it is sent (only an unset option is left out): got {cold!r}"
 
     # Changing the body (a caller adding a field before sending it) must not change the caller's tool
     # definitions or messages, however deep the change; nor may a later change to those reach the body.
