@@ -726,14 +726,17 @@ def selftest(chapter: Any, timeout: float, jobs: int | None) -> None:
     finally:
         progress.close()
     wrong = result.wrong_expectations
-    if result.on_reference.problem:
+    if result.on_reference.problem:  # nothing ran: the problem says why, at the tests' lines
         echo(click.style("your tests could not run on the reference:", fg="red", bold=True))
-        echo("  " + result.on_reference.problem.splitlines()[0])
+        for line in result.on_reference.problem.splitlines():
+            echo("  " + line)
+        echo("\nfix this first: your tests are judged only once they run")
+        sys.exit(1)
     echo(f"on the reference: {len(result.tests) - len(wrong)} of {len(result.tests)} of your tests pass")
     for name, message in wrong:
         first = message.splitlines()[0] if message else "failed"
         echo(f"  {click.style('WRONG', fg='red', bold=True)}  {name}: expects something the reference does not do: {first}")
-    if wrong or result.on_reference.problem:
+    if wrong:
         echo("\nfix the expectations above first: the mutants are judged only by tests that pass on the reference")
         sys.exit(1)
     caught, missed = result.caught, result.missed

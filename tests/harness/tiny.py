@@ -61,3 +61,50 @@ def tiny_chapter(root: Path, *, tests: str, reference: str, starter: str = START
         (root / name).write_text(body, encoding="utf-8")
     (root / "fixtures").mkdir(exist_ok=True)
     return root
+
+
+GO_STARTER = """\
+// Package calc adds numbers.
+package calc
+
+// Add returns the sum of a and b.
+func Add(a, b int) int {
+	panic("TODO tiny: Add")
+}
+"""
+
+
+def tiny_go_chapter(root: Path, *, tests: str, reference: str, starter: str = GO_STARTER,
+                    mutants: list[dict] | None = None, pitfalls: list[dict] | None = None,
+                    selftest: str = "") -> Path:
+    """The tiny chapter with a Go track only: module `tiny` in go/, package calc (go/calc/calc.go).
+    `tests` is the catalog's calc_test.go (each TestX function an entry x, in file order), `reference`
+    the reference calc.go; `selftest`, when given, the example `start` writes as go/calc/mine_test.go."""
+    names = [re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+             for name in re.findall(r"^func Test(\w+)\(", tests, flags=re.M)]
+    catalog = [{"name": name, "kind": "unit", "checks": f"{name} works", "why": "a harness test needs it",
+                "stated_in": [{"section": "Rules"}],
+                "hints": [f"{name}: the idea", f"{name}: the rule, in Rules", f"{name}: the shape of the code"]}
+               for name in names]
+    manifest = {
+        "format_version": 1, "id": CHAPTER, "title": "Tiny", "order": 99,
+        "pitfalls": pitfalls or [{"id": 1, "title": "a wrong sum"}],
+        "catalog": catalog,
+        "tracks": {"go": {"files": ["go/go.mod", "go/calc/calc.go"], "given": ["go/go.mod"], "catalog": names,
+                          "mutants": mutants or [], **({"selftest": "go/calc/mine_test.go"} if selftest else {})}},
+    }
+    module = "module tiny\n\ngo 1.22\n"
+    files = {
+        f"chapters/{CHAPTER}/chapter.yaml": yaml.safe_dump(manifest, sort_keys=False),
+        f"chapters/{CHAPTER}/text.md": TEXT,
+        f"starter/go/{CHAPTER}/go/calc/calc.go": starter,
+        f"reference/go/{CHAPTER}/go/go.mod": module,
+        f"reference/go/{CHAPTER}/go/calc/calc.go": reference,
+        f"tests/go/{CHAPTER}/calc/calc_test.go": tests,
+        **({f"starter/go/{CHAPTER}/go/calc/mine_test.go": selftest} if selftest else {}),
+    }
+    for name, body in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(body, encoding="utf-8")
+    (root / "fixtures").mkdir(exist_ok=True)
+    return root

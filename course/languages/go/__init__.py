@@ -2,7 +2,8 @@
 built once into a test binary, run under test2json one process per worker (see build.py, worker.py).
 
 Its manifest section needs no field of its own: the track's files include the module's go.mod, and
-the catalog folder is laid out as the module. Catalogs read COURSE_FIXTURES and COURSE_FAKE_MODEL_URL
+the catalog folder is laid out as the module. A learner's own tests (`course selftest`) are the
+_test.go files of their module, overlaid on the reference the same way and named by their functions. Catalogs read COURSE_FIXTURES and COURSE_FAKE_MODEL_URL
 from the environment like every other language's.
 """
 
@@ -31,8 +32,22 @@ class GoAdapter:
     exit_call = "os.Exit"
 
     def test_name(self, entry: str) -> str:
-        """'api_error_not_retried' -> 'TestAPIErrorNotRetried'."""
+        """'api_error_not_retried' -> 'TestAPIErrorNotRetried'. A learner's own test is named by its
+        function already ('TestTwoEvents'): catalog names are lower case, so the two never meet."""
+        if entry.startswith("Test"):
+            return entry
         return "Test" + "".join(w.upper() if w in INITIALISMS else w[:1].upper() + w[1:] for w in entry.split("_"))
+
+    def learner_tests_folder(self, track: Track, root: Path) -> Path:
+        """Where a learner's own tests are: anywhere in their module, next to the code they test, as
+        any Go test is (so `go test ./...` runs them on the learner's code too). A catalog build
+        leaves them out (build.overlay)."""
+        return build.module_root(track, root)
+
+    def learner_tests(self, folder: Path) -> list[str]:
+        """The test functions of the learner's _test.go files in `folder` (their module), by their Go
+        names, in file order; `test_name` gives each back unchanged."""
+        return list(build.test_functions(folder))
 
     def prepare(self, request: RunRequest) -> Prepared:
         if request.cases:
@@ -97,7 +112,7 @@ class GoAdapter:
         if not any(f == "go.mod" or f.endswith("/go.mod") for f in track.files):
             problems.append("the track's files name no go.mod: the Go adapter builds the code as a module")
         gofmt = shutil.which("gofmt")
-        files = sorted(str(p) for p in track.tests.rglob("*_test.go"))
+        files = [str(p) for p in build.test_files(track.tests)]
         if gofmt and files:
             done = subprocess.run([gofmt, "-l", *files], capture_output=True, text=True, check=False)
             problems += [f"{Path(f).name}: not gofmt-formatted" for f in done.stdout.split()]

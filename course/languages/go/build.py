@@ -2,9 +2,11 @@
 one test binary per package built from both, without writing anything into the learner's tree.
 
 The catalog is laid out as the module (tests/go/<id>/agent/provider/x_test.go joins the package
-agent/provider) and reaches the compiler through `go test -overlay`. A build that fails is one
-problem block: the learner's files at their file:line, or, when only the catalog fails to compile,
-the names it could not find.
+agent/provider) and reaches the compiler through `go test -overlay`. The learner's own _test.go
+files in their module (what `course selftest` runs) are left out of a catalog build by the same
+overlay, so neither set of tests ever compiles beside the other. A build that fails is one problem
+block: the learner's files at their file:line, or, when only the tests fail to compile, the names
+they could not find.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from course.languages.go import toolchain
 
 BUILD_LIMIT = 900.0  # a cold build cache compiles net/http and its tests' needs: minutes on a slow machine
 
-_TEST_FUNC = re.compile(r"^func (Test\w*)\(\w+ \*testing\.T\) \{$", re.MULTILINE)
+# a test function as go test sees one: Test, then nothing or anything but a lower-case letter
+_TEST_FUNC = re.compile(r"^func (Test(?:[^\Wa-z]\w*)?)\(\w+ \*testing\.T\) \{$", re.MULTILINE)
 _ERROR = re.compile(r"^(\S+?\.go):(\d+)(?::(\d+))?: (.*)$")
 
 
@@ -43,12 +46,22 @@ def module_root(track: Track, code_root: Path) -> Path:
     return code_root / Path(mod).parent
 
 
+def test_files(folder: Path) -> list[Path]:
+    """The _test.go files of a folder laid out as a module, in the packages go would build: not in
+    testdata, vendor, or a folder whose name starts with "." or "_" (go ignores those)."""
+    return sorted(p for p in folder.rglob("*_test.go") if p.is_file() and not any(
+        part in ("testdata", "vendor") or part.startswith((".", "_")) for part in p.relative_to(folder).parts[:-1]))
+
+
 def test_functions(tests_dir: Path) -> dict[str, tuple[str, str]]:
-    """Each test function of the catalog: name -> (its package folder in the module, its source),
-    in file order."""
+    """Each test function of a folder of tests laid out as the module (the catalog, or a learner's
+    module): name -> (its package folder in the module, its source), in file order."""
     found: dict[str, tuple[str, str]] = {}
-    for path in sorted(tests_dir.rglob("*_test.go")):
-        text = path.read_text(encoding="utf-8")
+    for path in test_files(tests_dir):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue  # a learner's file go cannot read either: the build says so, at its name
         package = path.parent.relative_to(tests_dir).as_posix()
         for match in _TEST_FUNC.finditer(text):
             end = text.find("\n}\n", match.end())
@@ -68,8 +81,7 @@ def build(track: Track, code_root: Path, tests: list[str], build_dir: Path, *, e
     build_dir.mkdir(parents=True, exist_ok=True)
     folder = tempfile.TemporaryDirectory(prefix="course-go-", dir=build_dir)
     out = Path(folder.name)
-    overlay = {"Replace": {str(module / p.relative_to(track.tests)): str(p) for p in sorted(track.tests.rglob("*_test.go"))}}
-    (out / "overlay.json").write_text(json.dumps(overlay), encoding="utf-8")
+    (out / "overlay.json").write_text(json.dumps({"Replace": overlay(track.tests, module)}), encoding="utf-8")
     order = {name: i for i, name in enumerate(tests)}
     binaries: dict[str, Path] = {}
     for n, package in enumerate(sorted(set(packages.values()), key=lambda p: min(order[t] for t, q in packages.items() if q == p))):
@@ -85,11 +97,27 @@ def build(track: Track, code_root: Path, tests: list[str], build_dir: Path, *, e
     return Built(module, binaries, packages, folder, str(out / "cover") if cover else ""), ""
 
 
+def overlay(tests: Path, module: Path) -> dict[str, str]:
+    """What the build sees in place of the module's files: the test files of `tests` in their
+    packages, and no other _test.go file of the module (an empty replacement deletes a file)."""
+    replace = {str(module / p.relative_to(tests)): str(p) for p in test_files(tests)}
+    for own in test_files(module) if module.is_dir() else []:
+        replace.setdefault(str(own), "")
+    return replace
+
+
 def problem(track: Track, code_root: Path, module: Path, output: str, code: int | None) -> str:
     """The compiler's complaints as one block, at the learner's file:line."""
     if code is None:
         return f"building the tests took longer than {BUILD_LIMIT:g} s and was stopped"
-    catalog = {p.name for p in track.tests.rglob("*_test.go")}
+    # a test file by where go may say it is: its place in the module or its own (the overlay's source)
+    # -> how to show it: its name, or for the learner's own tests (selftest) their path in the repository
+    learners = track.tests_at is not None
+    tests = {}
+    for source in test_files(track.tests):
+        relative = source.relative_to(track.tests)
+        shown = (module_root(track, Path(".")) / relative).as_posix() if learners else source.name
+        tests[module / relative] = tests[source] = shown
     yours, theirs, other = [], [], []
     for raw in output.splitlines():
         line = raw.strip()
@@ -101,12 +129,16 @@ def problem(track: Track, code_root: Path, module: Path, output: str, code: int 
             continue
         path = Path(place.group(1))
         path = path if path.is_absolute() else module / path
-        if path.name in catalog and path.parent.is_relative_to(module):
-            theirs.append(f"{path.name}:{place.group(2)}: {place.group(4)}")
+        if path in tests:
+            theirs.append(f"{tests[path]}:{place.group(2)}: {place.group(4)}")
         else:
             column = f":{place.group(3)}" if place.group(3) else ""
             yours.append(f"{_shown(code_root, path)}:{place.group(2)}{column}: {place.group(4)}")
-    if yours:
+    if learners and (theirs or yours):  # the code is the course's, so whatever fails is the tests' doing
+        head = ("your tests do not compile against the chapter's interface (a name it does not have, or "
+                "used differently):")
+        lines = theirs + yours
+    elif yours:
         head, lines = "your code does not compile:", yours
     elif theirs:
         head = ("the catalog's tests do not compile against your code (a name missing, or declared "
