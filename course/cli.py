@@ -676,7 +676,7 @@ def run(reference: bool, language: str, timeout: float, args: tuple[str, ...]) -
     track = target.track
     if not track.run:
         raise UsageError(f"chapter {target.chapter.id} has no demonstration to run")
-    with runner.environment(track) as env:
+    with runner.environment(track.for_demonstration) as env:
         code = languages.get(track.language).run_script(track, target.code_root, track.tests / track.run,
                                                         list(args), env, timeout=timeout)
     sys.exit(code if code >= 0 else 128 - code)  # killed by a signal: the shell's convention

@@ -12,12 +12,14 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Callable, Mapping
 
+from course import processes
 from course.chapters import Chapter, Track
 from course.check.results import FileCoverage
-from course.errors import UsageError
+from course.errors import CodeProblem, UsageError
 from course.languages.go import build, coverage, toolchain
 from course.languages.go.worker import Done, Worker
 from course.languages.protocol import Prepared, RunRequest
@@ -107,12 +109,13 @@ class GoAdapter:
         return {name: source for name, (_, source) in build.test_functions(track.tests).items()}
 
     def catalog_problems(self, track: Track) -> list[str]:
-        """No go.mod among the track's files; test files gofmt would change (learners read them)."""
+        """No go.mod among the track's files; Go files of the catalog (its tests, the demonstration)
+        that gofmt would change (learners read them)."""
         problems = []
         if not any(f == "go.mod" or f.endswith("/go.mod") for f in track.files):
             problems.append("the track's files name no go.mod: the Go adapter builds the code as a module")
         gofmt = shutil.which("gofmt")
-        files = [str(p) for p in build.test_files(track.tests)]
+        files = sorted(str(p) for p in track.tests.rglob("*.go"))
         if gofmt and files:
             done = subprocess.run([gofmt, "-l", *files], capture_output=True, text=True, check=False)
             problems += [f"{Path(f).name}: not gofmt-formatted" for f in done.stdout.split()]
@@ -135,4 +138,12 @@ class GoAdapter:
 
     def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str],
                    *, timeout: float) -> int:
-        raise UsageError(f"chapter {track.chapter_id}: the Go track has no demonstration to run yet")
+        """Build the chapter's program (a main package beside the catalog) into the learner's module
+        and run it there: a compile error is one problem at the learner's file:line."""
+        with tempfile.TemporaryDirectory(prefix="course-go-run-") as folder:
+            environment = toolchain.environment(dict(env))
+            binary, problem = build.build_program(track, code_root, script, Path(folder), env=environment)
+            if problem:
+                raise CodeProblem(problem)
+            return processes.run_bounded([str(binary), *args], cwd=code_root, env=environment, timeout=timeout,
+                                         what="the demonstration")

@@ -97,6 +97,25 @@ def build(track: Track, code_root: Path, tests: list[str], build_dir: Path, *, e
     return Built(module, binaries, packages, folder, str(out / "cover") if cover else ""), ""
 
 
+def build_program(track: Track, code_root: Path, program: Path, into: Path, *, env: dict[str, str]) -> tuple[Path | None, str]:
+    """A chapter's program (the demonstration: a main package, the folder of `program` in the
+    catalog, laid out as the module) built into the learner's module through the overlay, so it
+    imports their packages as a program of theirs would; (the binary in `into`, "") or (None, the problem)."""
+    module = module_root(track, code_root)
+    if not (module / "go.mod").is_file():
+        return None, f"{_shown(code_root, module / 'go.mod')} is missing: the Go track's code is a module (`course start` writes it)"
+    package = program.parent.relative_to(track.tests)
+    sources = sorted(p for p in program.parent.glob("*.go") if not p.name.endswith("_test.go"))
+    replace = {str(module / package / p.name): str(p) for p in sources}
+    (into / "overlay.json").write_text(json.dumps({"Replace": replace}), encoding="utf-8")
+    binary = into / package.name
+    code, said = _call([toolchain.find().go, "build", "-o", str(binary), "-overlay", str(into / "overlay.json"),
+                        "./" + package.as_posix()], cwd=module, env=env)
+    if code != 0 or not binary.is_file():
+        return None, problem(track, code_root, module, said, code, ours=sources, what="the demonstration does")
+    return binary, ""
+
+
 def overlay(tests: Path, module: Path) -> dict[str, str]:
     """What the build sees in place of the module's files: the test files of `tests` in their
     packages, and no other _test.go file of the module (an empty replacement deletes a file)."""
@@ -106,15 +125,18 @@ def overlay(tests: Path, module: Path) -> dict[str, str]:
     return replace
 
 
-def problem(track: Track, code_root: Path, module: Path, output: str, code: int | None) -> str:
-    """The compiler's complaints as one block, at the learner's file:line."""
+def problem(track: Track, code_root: Path, module: Path, output: str, code: int | None, *,
+            ours: list[Path] | None = None, what: str = "the catalog's tests do") -> str:
+    """The compiler's complaints as one block, at the learner's file:line. `ours`: the course's files
+    overlaid on the module (by default the tests); `what` names them in the sentence saying they do
+    not compile."""
     if code is None:
-        return f"building the tests took longer than {BUILD_LIMIT:g} s and was stopped"
-    # a test file by where go may say it is: its place in the module or its own (the overlay's source)
-    # -> how to show it: its name, or for the learner's own tests (selftest) their path in the repository
-    learners = track.tests_at is not None
+        return f"the build took longer than {BUILD_LIMIT:g} s and was stopped"
+    # an overlaid file by where go may say it is: its place in the module or its own (the overlay's
+    # source) -> how to show it: its name, or for the learner's own tests (selftest) their path
+    learners = track.tests_at is not None and ours is None
     tests = {}
-    for source in test_files(track.tests):
+    for source in ours or test_files(track.tests):
         relative = source.relative_to(track.tests)
         shown = (module_root(track, Path(".")) / relative).as_posix() if learners else source.name
         tests[module / relative] = tests[source] = shown
@@ -141,11 +163,11 @@ def problem(track: Track, code_root: Path, module: Path, output: str, code: int 
     elif yours:
         head, lines = "your code does not compile:", yours
     elif theirs:
-        head = ("the catalog's tests do not compile against your code (a name missing, or declared "
-                "differently from the chapter's interface):")
+        head = (f"{what} not compile against your code (a name missing, or declared differently from "
+                "the chapter's interface):")
         lines = theirs
     else:
-        head, lines = "go could not build the tests:", other or [f"go test -c ended with exit code {code}"]
+        head, lines = "the go build failed:", other or [f"go ended with exit code {code}"]
     shown = lines[:20] + ([f"... and {len(lines) - 20} more"] if len(lines) > 20 else [])
     return "\n".join([head, *("  " + line for line in shown)])
 
