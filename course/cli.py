@@ -709,8 +709,9 @@ def fake_model(port: int, host: str, script: Path | None, quiet: bool) -> None:
 def selftest(chapter: Any, timeout: float, jobs: int | None) -> None:
     """Judge your own tests: they must pass on the reference and catch each pitfall mutant.
 
-    Your tests live in the chapter's selftest folder (`course start` writes an example there). Exit 0
-    when every one of them passes on the reference and every documented mutant fails at least one.
+    Your tests live where `course start` wrote an example: tests_mine/CHAPTER/ in Python, any
+    _test.go file of your module in Go. Exit 0 when every one of them passes on the reference and
+    every documented mutant fails at least one.
     """
     from course.selftest import run_selftest, tests_folder
 

@@ -2,7 +2,8 @@
 // code; `course selftest` runs them on the course's reference, where each must pass, and then on
 // every pitfall mutant of the chapter, each of which should make at least one of them fail.
 // `course check` leaves them out. Add tests here or in any _test.go file of your module; here is
-// one to start from.
+// one to start from. It uses the package from outside (package provider_test): the chapter's
+// interface is all that the reference, the mutants and your code have in common.
 package provider_test
 
 import (
