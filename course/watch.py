@@ -17,8 +17,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-POLL_INTERVAL = 0.2  # seconds between looks at the files when polling
-DEBOUNCE_MS = 40  # a save is often several writes (truncate, write, rename): wait for the last
+POLL_INTERVAL = 0.05  # seconds between looks at the files when polling (a stat of a few files)
+# A save is often several writes (truncate, write, rename), microseconds to a millisecond apart:
+# the watcher reports once nothing new has happened for a step, and at the latest after the
+# longest wait. A write that comes later anyway (a slow editor) is a change of its own: it starts
+# another run, so the last verdict on screen is always that of the files as they were last saved.
+STEP_MS = 5
+LONGEST_MS = 100
 
 
 class Keys:
@@ -86,8 +91,21 @@ class Polling:
                 return False
             now = [_stat(p) for p in self.paths]
             if now != self.seen:
-                self.seen = now
+                self.seen = self._settled(now)
                 return True
+
+    def _settled(self, now: list) -> list:
+        """The files' state once a step passes without change (a save's several writes), within the longest wait."""
+        for _ in range(LONGEST_MS // STEP_MS):
+            time.sleep(STEP_MS / 1000)
+            again = [_stat(p) for p in self.paths]
+            if again == now:
+                break
+            now = again
+        return now
+
+    def close(self) -> None:
+        pass
 
 
 class Notified:
@@ -103,7 +121,7 @@ class Notified:
         folders = sorted({os.path.dirname(p) for p in wanted if os.path.isdir(os.path.dirname(p))}) or [str(root)]
         self.events = watchfiles.watch(
             *folders, watch_filter=lambda change, path: os.path.realpath(path) in wanted,
-            debounce=DEBOUNCE_MS * 4, step=DEBOUNCE_MS // 4, rust_timeout=100, yield_on_timeout=True,
+            debounce=LONGEST_MS, step=STEP_MS, rust_timeout=100, yield_on_timeout=True,
             recursive=False, raise_interrupt=True)
         next(self.events)  # the generator starts the watcher on its first step: listen from now on
 
@@ -114,6 +132,10 @@ class Notified:
             if changes:
                 return True
         return False
+
+    def close(self) -> None:
+        """Stop listening (the watcher's thread ends with it)."""
+        self.events.close()
 
 
 def watcher(root: Path, files: tuple[str, ...], *, poll: bool) -> Polling | Notified:
