@@ -3,8 +3,10 @@ matters now: how many tests pass, the first failing one with its reason, and the
 
 Saves are noticed by the operating system through watchfiles; where it is not installed, or with
 --poll, by looking at the files' size and modification time a few times a second. The tests that
-failed last run first (their verdict arrives sooner); the screen lists them in catalog order. The
-command stays single-threaded, so each check forks from this already warm process.
+failed last run first (their verdict arrives sooner); the screen lists them in catalog order.
+While the learner types, the language adapter keeps the next run ready (`Adapter.standby`: for
+Python, a worker with pytest set up and nothing of the learner's code imported), so a save costs
+the catalog's own time and little more.
 """
 
 from __future__ import annotations

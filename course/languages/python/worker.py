@@ -146,6 +146,7 @@ class CatalogPlugin:
         self.given = spec  # the run's spec, when it came with the process (course check)
         self.spec: dict[str, Any] | None = None
         self.measure = None  # coverage.py's recorder, when the run asks for coverage
+        self.path_at_setup = set(sys.path)
         self.current: dict[str, Any] = {}
         self.ran = False  # whether any test started
 
@@ -167,7 +168,10 @@ class CatalogPlugin:
         if early:  # the harness's own mistake; a run on code imported before its save could lie
             self.events.send(Problem(f"internal error: {early[0]} was imported before the run started"))
             _end()
-        sys.path.insert(0, self.code_root)
+        # The code under test goes where it would have been had it been first on the path from the
+        # start: behind what was put in front since (pytest puts the catalog's folder first).
+        front = next((i for i, p in enumerate(sys.path) if p in self.path_at_setup), len(sys.path))
+        sys.path.insert(front, self.code_root)
         os.chdir(self.code_root)
         os.environ.update(spec["env"])  # what the catalog needs from the harness (COURSE_FIXTURES, ...)
         self.measure = _start_coverage(spec.get("coverage"))
