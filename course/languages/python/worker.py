@@ -203,6 +203,13 @@ class CatalogPlugin:
         items[:] = kept
         self.events.send(Collected(tuple(CaseId(i.nodeid, self.entries[i.originalname], _case_of(i.nodeid)) for i in kept)))
 
+    def pytest_collection_finish(self, session) -> None:  # noqa: ANN001
+        # Everything imported so far (pytest, the harness, the catalog, the code under test) lives
+        # until the worker ends: freezing it keeps every later collection small, and catalogs that
+        # collect garbage after each test to find unclosed sockets would otherwise rescan it all.
+        gc.collect()
+        gc.freeze()
+
     def pytest_collectreport(self, report) -> None:  # noqa: ANN001
         if report.failed:
             text = str(report.longrepr).strip().splitlines()
