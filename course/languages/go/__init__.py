@@ -2,9 +2,9 @@
 built once into a test binary, run under test2json one process per worker (see build.py, worker.py).
 
 Its manifest section needs no field of its own: the track's files include the module's go.mod, and
-the catalog folder is laid out as the module. A learner's own tests (`course selftest`) are the
-_test.go files of their module, overlaid on the reference the same way and named by their functions. Catalogs read COURSE_FIXTURES and COURSE_FAKE_MODEL_URL
-from the environment like every other language's.
+the catalog folder is laid out as the module. Catalogs read COURSE_FIXTURES and COURSE_FAKE_MODEL_URL
+from the environment like every other language's. A learner's own tests (`course selftest`) are the
+_test.go files of their module, overlaid on the reference the same way and named by their functions.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -82,9 +84,11 @@ class GoAdapter:
 
         return gremlins.run_gremlins(chapter, track, echo=echo)
 
-    def warm(self) -> None:
-        """Find the toolchain once, for a long-lived command (`course watch`); the build cache is go's."""
+    @contextmanager
+    def standby(self) -> Iterator[None]:
+        """For `course watch`: find the toolchain once; the build cache is go's own."""
         toolchain.find()
+        yield
 
     def commentary_lines(self, text: str) -> set[int]:
         """Lines (1-based) that hold only comments or nothing: what `course diff` leaves out by default."""
