@@ -68,9 +68,9 @@ class EventReader:
         last_id = ""  # unlike the event type, kept from one event to the next
         for blocks in self._blocks():
             for block in blocks:
-                # The common event, a single "data: ..." line, skips the general field parsing
-                # below. removeprefix tests and cuts in one call, half the cost of startswith
-                # and a slice; the value differs from the block only when the prefix was there.
+                # The common event, one "data: ..." line, skips the field parsing below.
+                # removeprefix checks and cuts in one call (half the cost of startswith and a
+                # slice), and changes the block only when the prefix is there.
                 value = block.removeprefix("data: ")
                 if value != block and "\n" not in value:
                     yield Event(value, "message", last_id)
@@ -110,7 +110,7 @@ class EventReader:
             blocks[0] = "".join(unfinished)
             unfinished = [blocks.pop()]
             # three or more line ends in a row leave empty blocks, or blocks starting with a LF:
-            # the general path below finds no data in the extra blank lines, so they end no event
+            # _parse's field parsing finds no data in the extra blank lines, so they end no event
             yield blocks
         # end of input: an event without its blank line is discarded, as the spec says
 
