@@ -16,9 +16,10 @@ go-sse   the Go reference's EventReader against openai-go v3.99.0's packages/sse
          module of its own so the peers never reach a learner's or the reference's go.mod; targets:
          2x openai-go, at least go-sse), and its linearity on one long event, 4 KiB and 1-byte reads.
 go-check `course check ag01 --language go --reference` against a bare `go test -json -count=1` of
-         the same catalog on the same code in the same environment, warm build cache, interleaved
-         rounds (target: within 1.3x), then each once with an empty cache (GOCACHE, and the
-         course's own cache folder). Wall and CPU time (the command and all it waits for).
+         the same catalog on the same code in the same environment, interleaved rounds, warm build
+         cache (target: within 1.3x); the same in a learner's repository after an edit before every
+         run; then each once with empty caches (GOCACHE, and the course's own cache folder). Wall
+         and CPU time (the command and all it waits for).
 go-mutants `course mutants ag01 --language go` (target: under 40 s wall on 2 cores), wall and CPU.
 
 Needs the bench extra for the peers: pip install '.[bench]'. Figures are medians; the machine is
@@ -32,6 +33,7 @@ import io
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -272,53 +274,82 @@ def load() -> str:
     return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+def compare(commands: dict[str, tuple[list[str], Path]], env: dict[str, str], rounds: int, label: str,
+            before_each=None) -> None:  # noqa: ANN001
+    """Run the commands in interleaved rounds (`before_each(name)` first, when given); print medians,
+    the ratio of the second to the first, and the load average around the runs."""
+    before = load()
+    walls: dict[str, list[float]] = {name: [] for name in commands}
+    cpus: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(rounds):
+        for name, (args, cwd) in commands.items():
+            if before_each:
+                before_each(name)
+            elapsed, cpu, code = timed_run(args, cwd, env)
+            if code != 0:
+                print(f"  {name} failed (exit {code}) {label}: the figures would compare nothing")
+                return
+            walls[name].append(elapsed)
+            cpus[name].append(cpu)
+    print(f"  {label}, median of {rounds} interleaved rounds ({before}; after: {load()}):")
+    for name in commands:
+        print(f"    {name:<40} wall {statistics.median(walls[name]):5.2f} s  CPU {statistics.median(cpus[name]):5.2f} s"
+              f"  (walls {' '.join(f'{w:.2f}' for w in walls[name])})")
+    (first, base), (second, other) = walls.items()
+    print(f"    {second} / {first}: {statistics.median(other) / statistics.median(base):.2f}x of the medians, "
+          f"{statistics.median(o / b for b, o in zip(base, other)):.2f}x the median of each round's ratio (target <= 1.3x)")
+
+
 def bench_go_check(rounds: int = 9, cold: bool = True) -> None:
     """course check against bare `go test -json` of the same catalog on the same code, in the same
-    environment (fixtures, a fake model), interleaved; the bare run has -count=1 so that it runs the
-    tests rather than replaying a cached result, as course check always does."""
+    environment (fixtures, a fake model); the bare run has -count=1 so that it runs the tests rather
+    than replaying a cached result, as course check always does. Three ways: unchanged code (warm
+    caches), after an edit of the learner's code before every run, and with empty caches."""
     sys.path.insert(0, str(REPO))
     from course import content, fake_model
 
     tests = REPO / "tests" / "go" / "ag01"
-    module = REPO / "reference" / "go" / "ag01" / "go"
-    package = "agent/provider"
-    with tempfile.TemporaryDirectory() as tmp, fake_model.FakeModel() as fake:
-        overlay = Path(tmp) / "overlay.json"
+    packages = sorted({"./" + p.parent.relative_to(tests).as_posix() for p in tests.rglob("*_test.go")})
+
+    def bare(module: Path, into: Path) -> list[str]:
+        overlay = into / "overlay.json"
         overlay.write_text(json.dumps({"Replace": {str(module / p.relative_to(tests)): str(p) for p in tests.rglob("*_test.go")}}))
+        return ["go", "test", "-json", "-count=1", "-overlay", str(overlay), *packages]
+
+    with tempfile.TemporaryDirectory() as tmp, fake_model.FakeModel() as fake:
         env = {**ENV, "COURSE_FIXTURES": str(content.fixtures_dir("ag01")), "COURSE_FAKE_MODEL_URL": fake.base_url,
-               "GOFLAGS": "-buildvcs=false"}
-        commands = {
-            "bare go test -json": (["go", "test", "-json", "-count=1", "-overlay", str(overlay), "./" + package], module),
-            "course check --language go --reference": ([PY, "-m", "course", "check", "ag01", "--language", "go", "--reference"], Path(tmp)),
-        }
-        for name, (args, cwd) in commands.items():  # both warm, and both must pass
-            code = timed_run(args, cwd, env)[2]
-            if code != 0:
-                print(f"  {name} failed (exit {code}): the figures would compare nothing")
-                return
-        print(f"  before: {load()}")
-        walls: dict[str, list[float]] = {name: [] for name in commands}
-        cpus: dict[str, list[float]] = {name: [] for name in commands}
-        for _ in range(rounds):
-            for name, (args, cwd) in commands.items():
-                elapsed, cpu, _ = timed_run(args, cwd, env)
-                walls[name].append(elapsed)
-                cpus[name].append(cpu)
-        print(f"  after:  {load()}")
-        for name in commands:
-            print(f"  {name:<42} wall {statistics.median(walls[name]):5.2f} s  CPU {statistics.median(cpus[name]):5.2f} s"
-                  f"  (warm build cache, median of {rounds}; walls {' '.join(f'{w:.2f}' for w in walls[name])})")
-        bare, course = (statistics.median(walls[name]) for name in commands)
-        ratios = [c / b for b, c in zip(*walls.values())]
-        print(f"  course check / bare go test -json: {course / bare:.2f}x of the medians, {statistics.median(ratios):.2f}x "
-              f"the median of each round's ratio (target <= 1.3x)")
+               "GOFLAGS": "-buildvcs=false", "NO_COLOR": "1"}
+        module = REPO / "reference" / "go" / "ag01" / "go"
+        commands = {"bare go test -json": (bare(module, Path(tmp)), module),
+                    "course check --language go --reference": ([PY, "-m", "course", "check", "ag01", "--language", "go", "--reference"], Path(tmp))}
+        for args, cwd in commands.values():
+            timed_run(args, cwd, env)  # both warm
+        compare(commands, env, rounds, "unchanged code, warm caches")
+
+        # a learner's loop: an edit, then a check (the edited package is compiled and linked again)
+        learner = Path(tmp) / "learner"
+        (learner / ".git").mkdir(parents=True)
+        subprocess.run([PY, "-m", "course", "start", "ag01", "--language", "go"], cwd=learner, env=env,
+                       capture_output=True, check=True)
+        shutil.copytree(REPO / "reference" / "go" / "ag01", learner, dirs_exist_ok=True)
+        edited = learner / "go" / "agent" / "provider" / "sse.go"
+        original = edited.read_text(encoding="utf-8")
+        edits = iter(range(1_000_000))
+
+        def edit(_: str) -> None:
+            edited.write_text(original + f"\n// edit {next(edits)}\n", encoding="utf-8")
+
+        mine = learner / "go"
+        compare({"bare go test -json": (bare(mine, Path(tmp)), mine),
+                 "course check": ([PY, "-m", "course", "check"], learner)}, env, rounds, "after an edit", edit)
         if not cold:
             return
+        print(f"  empty caches (GOCACHE, and the course's own: kept binaries, the toolchain's answers), once each:")
         for name, (args, cwd) in commands.items():
-            # empty: go's build cache, and the course's cache of kept binaries and the toolchain's answers
             with tempfile.TemporaryDirectory() as gocache, tempfile.TemporaryDirectory() as xdg:
+                before = load()
                 elapsed, cpu, code = timed_run(args, cwd, {**env, "GOCACHE": gocache, "XDG_CACHE_HOME": xdg})
-                print(f"  {name}, empty GOCACHE: wall {elapsed:6.1f} s  CPU {cpu:6.1f} s  exit {code}  ({load()})")
+                print(f"    {name:<40} wall {elapsed:6.1f} s  CPU {cpu:6.1f} s  exit {code}  ({before}; after: {load()})")
 
 
 def bench_go_mutants(rounds: int = 1) -> None:
