@@ -42,6 +42,12 @@ def test_python_demonstration(course, learner: Path) -> None:
     assert none.code == 1 and "your client raised APIError" in none.out and "503" in none.out, none.out + none.err
     assert "Traceback" not in none.out + none.err, none.out + none.err
 
+    retry.write_text(text + "\nraise RuntimeError('broken as it is imported')\n")
+    broken = course("run", cwd=learner)
+    assert broken.code == 1 and "your client raised RuntimeError: broken as it is imported" in broken.out, (
+        broken.out + broken.err)
+    assert "agent/provider/retry.py" in broken.out and "Traceback" not in broken.out + broken.err, broken.out + broken.err
+
 
 @needs_go
 def test_go_demonstration(course, learner: Path) -> None:

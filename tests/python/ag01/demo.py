@@ -16,10 +16,6 @@ import traceback
 import urllib.request
 from pathlib import Path
 
-from agent.provider.openai import Config, OpenAIProvider
-from agent.provider.retry import RetryPolicy, with_retry
-from agent.types import Message, Role, collect
-
 PIECES = ["Streams ", "arrive ", "in ", "pieces; ", "the ", "client ", "puts ", "them ", "together."]
 USAGE = (14, 9)  # prompt and completion tokens the fake reports
 RETRY_AFTER = 0.2  # seconds the fake asks the client to wait after its 503
@@ -40,6 +36,11 @@ def _fake(base_url: str, path: str, body: object = None) -> dict:
 
 
 def main() -> int:
+    # here, not at the top: code of yours that fails as it is imported is reported like any other failure
+    from agent.provider.openai import Config, OpenAIProvider
+    from agent.provider.retry import RetryPolicy, with_retry
+    from agent.types import Message, Role, collect
+
     base_url = os.environ.get("COURSE_FAKE_MODEL_URL", "")
     if not base_url:
         print("COURSE_FAKE_MODEL_URL is not set: run this with `course run ag01`, which starts the course fake model.")
