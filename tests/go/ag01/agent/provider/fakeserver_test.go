@@ -261,6 +261,15 @@ func endAfter(events func(body map[string]any) []string) reply {
 	}
 }
 
+// endAfterRaw streams the role chunk, then raw as it is (an event cut short, say), then ends the
+// body cleanly.
+func endAfterRaw(raw string) reply {
+	return func(w http.ResponseWriter, r *http.Request, body map[string]any, s *scriptedServer) {
+		roleThen(w, body, func(map[string]any) []string { return nil })
+		io.WriteString(w, raw)
+	}
+}
+
 // resetAfterRole sends the head and the role chunk, then aborts the connection with a TCP RST.
 func resetAfterRole() reply {
 	return func(w http.ResponseWriter, r *http.Request, body map[string]any, s *scriptedServer) {
