@@ -41,9 +41,35 @@ def clean_stale(base: Path) -> list[Path]:
     for folder in candidates:
         pid = folder.name[len(PREFIX):]
         if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            for made in _made_outside(folder, base):
+                shutil.rmtree(made, ignore_errors=True)
+                removed.append(made)
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     return removed
+
+
+OUTSIDE = "outside"  # in a run folder: the folders that run made outside it, one path per line
+
+
+def _made_outside(folder: Path, base: Path) -> list[Path]:
+    """The folders a run recorded with `made_outside`: only names directly in `base`, so a damaged
+    list can never point the cleaning anywhere else."""
+    try:
+        lines = (folder / OUTSIDE).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    paths = [Path(line) for line in lines if line]
+    return [p for p in paths if p.parent == base and p.name and p.name not in (".", "..") and p.is_dir()]
+
+
+def made_outside(path: str) -> None:
+    """Record a folder made outside the run folder (see `outside`), so that the next run removes it
+    when this one could not (killed by SIGKILL)."""
+    if _current is None:
+        return
+    with open(_current / OUTSIDE, "a", encoding="utf-8") as listed:
+        listed.write(f"{path}\n")
 
 
 def enter() -> Path | None:

@@ -104,3 +104,49 @@ def test_helpers_start_in_a_folder_that_outlives_them(course, tmp_path: Path) ->
     assert ran.code == 0, ran.out + ran.err
     assert "interrupted" not in ran.err and "Traceback" not in ran.err, ran.err
     assert not list(private.iterdir()), f"left behind: {list(private.iterdir())}"
+
+
+def test_a_killed_runs_helper_folders_go_with_the_next_run(tmp_path: Path) -> None:
+    """Commands that start the fork server (mutants, verify) make multiprocessing's folder outside the
+    run folder, for a short socket path; killed by SIGKILL they cannot remove it, so the next run does."""
+    private = tmp_path / "tmp"
+    private.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", "TMPDIR": str(private)}
+    script = ("import os, signal, threading\n"
+              "from course import rundir\n"
+              "from course.languages.python import launch\n"
+              "rundir.enter()\n"
+              "stop = threading.Event()\n"
+              "threading.Thread(target=stop.wait, daemon=True).start()  # as mutants: more than one thread\n"
+              "launch._context()\n"
+              "os.kill(os.getpid(), signal.SIGKILL)\n")
+    killed = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    left = sorted(p.name.split("-")[0] for p in private.iterdir())
+    assert "pymp" in left and "course" in left, f"expected a run folder and multiprocessing's folder, found {left}"
+    unrelated = private / "pymp-not-ours"  # made by another program: not listed, never touched
+    unrelated.mkdir()
+
+    again = subprocess.run([sys.executable, "-m", "course", "list"], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert again.returncode in (0, 2), again.stderr
+    assert sorted(p.name for p in private.iterdir()) == ["pymp-not-ours"]
+
+
+def test_a_damaged_list_of_outside_folders_removes_nothing_else(tmp_path: Path) -> None:
+    from course import rundir
+
+    base = tmp_path / "tmp"
+    base.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    run = base / f"{rundir.PREFIX}{dead.pid}"
+    run.mkdir()
+    elsewhere = tmp_path / "keep-me"
+    elsewhere.mkdir()
+    listed = base / "pymp-listed"
+    listed.mkdir()
+    (run / rundir.OUTSIDE).write_text(f"{elsewhere}\n{base}\n{base / '..'}\n\n{listed}\n{base / 'missing'}\n")
+    rundir.clean_stale(base)
+    assert elsewhere.is_dir() and base.is_dir()
+    assert not listed.exists() and not run.exists()

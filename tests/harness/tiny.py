@@ -44,7 +44,8 @@ def tiny_chapter(root: Path, *, tests: str, reference: str, starter: str = START
         "format_version": 1, "id": CHAPTER, "title": "Tiny", "order": 99,
         "pitfalls": pitfalls or [{"id": 1, "title": "a wrong sum"}],
         "catalog": catalog,
-        "tracks": {"python": {"files": ["calc.py"], "modules": ["calc"], "mutants": mutants or [],
+        # like the real chapters' tracks, it lists the catalog entries it runs
+        "tracks": {"python": {"files": ["calc.py"], "modules": ["calc"], "catalog": names, "mutants": mutants or [],
                               **({"selftest": f"tests_mine/{CHAPTER}/test_mine.py"} if selftest else {})}},
     }
     files = {

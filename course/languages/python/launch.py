@@ -53,7 +53,7 @@ def _context():  # noqa: ANN202
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(PRELOAD)
             with rundir.outside():  # the server's socket path must stay short
-                multiprocessing.util.get_temp_dir()
+                rundir.made_outside(multiprocessing.util.get_temp_dir())
             _start_in_empty_folder(multiprocessing.forkserver.ensure_running)
             _forkserver = context
     return _forkserver

@@ -10,6 +10,7 @@ a test that kills the interpreter leaves behind exactly the events written befor
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -158,6 +159,13 @@ class CatalogPlugin:
             config.hook.pytest_deselected(items=dropped)
         items[:] = kept
         self.events.send(Collected(tuple(CaseId(i.nodeid, self.entries[i.originalname], _case_of(i.nodeid)) for i in kept)))
+
+    def pytest_collection_finish(self, session) -> None:  # noqa: ANN001
+        # Everything imported so far (pytest, the harness, the catalog, the code under test) lives
+        # until the worker ends: freezing it keeps every later collection small, and catalogs that
+        # collect garbage after each test to find unclosed sockets would otherwise rescan it all.
+        gc.collect()
+        gc.freeze()
 
     def pytest_collectreport(self, report) -> None:  # noqa: ANN001
         if report.failed:

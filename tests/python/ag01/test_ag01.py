@@ -907,24 +907,36 @@ def test_transport_faults_in_band(server, sleeps, fault, wrapped):
 
 
 def test_stalled_stream_times_out(server, sleeps):
-    """A server that goes silent in the middle of a stream: after Config.timeout (0.15 s here) without a byte,
-    the stream ends with an ErrorDelta holding a TimeoutError, directly and through with_retry (no retry)."""
+    """A server that goes silent in the middle of a stream: after Config.timeout without a byte, the stream
+    ends with an ErrorDelta holding a TimeoutError, directly and through with_retry (no retry).
+
+    The timeout is short (0.04 s) to keep the catalog fast. On a busy machine the text sent before the
+    stall can itself arrive later than that, so a wrong outcome is tried once more with a 1 s timeout,
+    and that run is the one judged."""
     for wrapped in (False, True):
-        server.script(Answer(sse_head() + _text_events("a"), end="stall"))
-        p = openai.OpenAIProvider(openai.Config(base_url=server.base_url, timeout=0.15))
-        if wrapped:
-            p = retry.with_retry(p, retry.RetryPolicy(sleep=sleeps))
-        deltas = list(p.chat_stream([user("hi")]))
         label = "through with_retry" if wrapped else "directly"
+        for timeout in (0.04, 1.0):
+            server.requests.clear()
+            sleeps.clear()
+            server.script(Answer(sse_head() + _text_events("a"), end="stall"))
+            p = openai.OpenAIProvider(openai.Config(base_url=server.base_url, timeout=timeout))
+            if wrapped:
+                p = retry.with_retry(p, retry.RetryPolicy(sleep=sleeps))
+            deltas = list(p.chat_stream([user("hi")]))
+            last = deltas[-1] if deltas else None
+            expected = (texts(deltas) == ["a"] and isinstance(last, types.ErrorDelta)
+                        and isinstance(last.error, TimeoutError) and len(server.requests) == 1 and not sleeps)
+            if expected:
+                break
         got = [neutral(d) for d in deltas]
         assert texts(deltas) == ["a"], f"{label}: text deltas: got {texts(deltas)}, want ['a'] (all: {got})"
-        last = deltas[-1] if deltas else None
         assert isinstance(last, types.ErrorDelta) and isinstance(last.error, TimeoutError), (
             f"{label}: last delta: got {last!r}, want ErrorDelta(TimeoutError) (Config.timeout bounds every read)"
         )
-    assert len(server.requests) == 2 and list(sleeps) == [], (
-        f"got {len(server.requests)} requests and sleeps {list(sleeps)}, want 2 requests (one each way) and no sleep"
-    )
+        assert len(server.requests) == 1 and list(sleeps) == [], (
+            f"{label}: got {len(server.requests)} requests and sleeps {list(sleeps)}, want 1 request and no "
+            "sleep (a timeout after content is not retried)"
+        )
 
 
 def _keep_alive_cut(*pieces: str) -> Answer:
