@@ -486,12 +486,12 @@ def watch(chapter: Any, timeout: float | None, budget: float | None, poll: bool)
     target = _learner_chapter(chapter)
     repo, chapter, track, state = target.repo, target.chapter, target.track, target.state
     adapter = languages.get(track.language)
-    adapter.warm()
     later = [c for c in chapters.load_all() if c.order > chapter.order]
     failed_first = list(state.last_check.get("failing", ()))
     keys = watching.Keys()
     saves = watching.watcher(repo.root, track.files, poll=poll)
-    with keys, watching.screen(sys.stdout.isatty()) as wipe, _stopped_by_ctrl_c():
+    with keys, contextlib.closing(saves), watching.screen(sys.stdout.isatty()) as wipe, _stopped_by_ctrl_c(), \
+            adapter.standby():
         while True:
             files_before = fingerprint(repo.root, track.files)
             result = run_check(chapter, track, repo.root, timeout=timeout or DEFAULT_TIMEOUT,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional, Protocol, Union
+from typing import Any, ContextManager, Mapping, Optional, Protocol, Union
 
 from course.chapters import Track
 from course.check.results import FileCoverage, Status
@@ -160,6 +160,12 @@ class Adapter(Protocol):
 
     def start(self, request: RunRequest, prepared: Prepared, skip: frozenset[str]) -> Worker:
         """Start one process running request.tests in catalog order, minus the case keys in `skip`."""
+
+    def standby(self) -> ContextManager[None]:
+        """For a command that runs the same catalog on the same code again and again (`course
+        watch`): while the block lasts, the adapter may prepare what the next run needs ahead of
+        it (a worker started and set up, a toolchain found). Never the code under test itself: each
+        run must test the files as they are when it starts."""
 
     def read_coverage(self, request: RunRequest) -> dict[str, FileCoverage]:
         """After a run with request.coverage: what its workers recorded in request.coverage_dir, by file."""

@@ -6,9 +6,11 @@ from __future__ import annotations
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -23,9 +25,9 @@ CLEAR = "\x1b[2J"
 class Screen:
     """A command running on a pseudo-terminal, and everything it has written so far."""
 
-    def __init__(self, args: list[str], cwd: Path) -> None:
+    def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
         self.master, slave = pty.openpty()
-        env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", "TERM": "xterm"}
+        env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", "TERM": "xterm", **(env or {})}
         self.process = subprocess.Popen([sys.executable, "-m", "course", *args], cwd=cwd, env=env,
                                         stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
         os.close(slave)
@@ -94,3 +96,29 @@ def test_watch_redraws_on_save_says_what_next_when_done_and_quits_on_q(course, l
         screen.close()
     listed = course("list", cwd=learner)
     assert "[passed]" in listed.out, "what watch saw is recorded as progress"
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc to find the processes")
+@pytest.mark.parametrize("how", ["q", "SIGHUP", "SIGKILL"])
+def test_the_worker_kept_ready_for_the_next_save_ends_with_watch(course, learner: Path, how: str) -> None:
+    from test_no_leftovers import marked, wait_for
+
+    assert course("start", CHAPTER, cwd=learner).code == 0
+    copy_reference(CHAPTER, learner)
+    marker = uuid.uuid4().hex
+    screen = Screen(["watch"], learner, env={"COURSE_TEST_MARKER": marker})
+    try:
+        screen.wait_for(lambda t: "begins the next chapter" in t.rsplit(CLEAR, 1)[-1])
+        # the watch, and the worker it keeps ready for the next save
+        assert wait_for(lambda: len([p for p in marked(marker) if p != screen.process.pid]) >= 1, 60), \
+            "no worker is kept ready"
+        if how == "q":
+            screen.press("q")
+        else:
+            screen.process.send_signal(getattr(signal, how))
+        screen.process.wait(timeout=60)
+        assert wait_for(lambda: not marked(marker), 5.0), f"left running after {how}: {marked(marker)}"
+    finally:
+        screen.close()
+        for pid in marked(marker):
+            os.kill(pid, signal.SIGKILL)

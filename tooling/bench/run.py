@@ -303,11 +303,15 @@ def bench_go_mutants() -> None:
 def main(argv: list[str]) -> None:
     if argv[:1] == ["one-event"]:
         return one_event(int(argv[1]))
-    chosen = argv or ["cli", "sse", "mutants", "go-sse", "go-check", "go-mutants"]
-    for name in chosen:
+    benches = {"cli": bench_cli, "sse": bench_sse, "mutants": bench_mutants, "go-sse": bench_go_sse,
+               "go-check": bench_go_check, "go-mutants": bench_go_mutants}
+    unknown = [name for name in argv if name not in benches]
+    if unknown:
+        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        sys.exit(0 if unknown[0] in ("-h", "--help") else 2)
+    for name in argv or list(benches):
         print(f"{name}:")
-        {"cli": bench_cli, "sse": bench_sse, "mutants": bench_mutants, "go-sse": bench_go_sse,
-         "go-check": bench_go_check, "go-mutants": bench_go_mutants}[name]()
+        benches[name]()
 
 
 if __name__ == "__main__":

@@ -3,15 +3,24 @@
     python tooling/bench/watch.py [--runs N] [--poll]
 
 A learner repository with ag01 passing (the reference) is watched; each round appends a comment to
-agent/provider/sse.py and times how long the new "N of M passing" line takes to appear, then runs a
-plain `course check` in the same repository, so both are measured on the same machine at the same
-moment. Target: the watch median under 300 ms (the watching process keeps the harness warm and
-forks each run from itself). Figures are medians, with the spread.
+agent/provider/sse.py and times how long the new screen takes to appear, whole (the verdict line
+and the line under it), then runs a plain `course check` in the same repository, so both are
+measured on the same machine at the same moment. Target: the watch median under 300 ms. Figures
+are medians, with the spread.
+
+The time is then taken apart:
+- the catalog run, as the screen shows it (`(0.42 s)` on the verdict line: from the run's start to
+  its last result, worker start included); the rest is noticing the save and drawing the screen;
+- noticing alone: the watcher `course watch` uses, with its settings, timed from a write to the
+  moment it reports the save (no run);
+- the start cost of a run: from the run's start to its first case, less that case's own time, in
+  this process, with a worker kept ready ahead (as watch does) and with a new one (as check does).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import re
 import select
@@ -26,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 CHAPTER = "ag01"
 TARGET = 0.300
-VERDICT = re.compile(rb"\d\d:\d\d:\d\d  (\d+) of (\d+) passing")
+VERDICT = re.compile(rb"\d\d:\d\d:\d\d  (\d+) of (\d+) passing  \((\d+\.\d+) s\)\r?\n(?:\r?\n)?[^\r\n]+\n")
 # As on a learner's machine: compiled files cached between runs.
 ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
        "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
@@ -43,14 +52,15 @@ class Watch:
         self.buffer = b""
         self.seen = 0
 
-    def next_verdict(self, timeout: float = 60) -> float:
-        """Wait for the next verdict line; the moment it arrived."""
+    def next_verdict(self, timeout: float = 60) -> tuple[float, float]:
+        """Wait for the next screen (its verdict line and the line under it); the moment it
+        arrived, and the run's duration it shows."""
         deadline = time.perf_counter() + timeout
         while True:
             found = list(VERDICT.finditer(self.buffer))
             if len(found) > self.seen:
                 self.seen = len(found)
-                return time.perf_counter()
+                return time.perf_counter(), float(found[-1].group(3))
             wait = deadline - time.perf_counter()
             if wait <= 0:
                 raise TimeoutError(self.buffer.decode(errors="replace")[-2000:])
@@ -71,12 +81,72 @@ def spread(values: list[float]) -> str:
     return f"median {statistics.median(ms):6.0f} ms  (min {ms[0]:.0f}, max {ms[-1]:.0f}, n={len(ms)})"
 
 
+def noticing(root: Path, saved: Path, rounds: int) -> list[float]:
+    """From a write to the moment the watcher course watch uses reports it."""
+    sys.path.insert(0, str(REPO))
+    from course import watch
+
+    files = (str(saved.relative_to(root)),)
+    watcher = watch.Notified(root, files)
+    keys = watch.Keys(io.StringIO())  # not a terminal: never "q"
+    times = []
+    try:
+        for i in range(rounds):
+            time.sleep(0.2)
+            started = time.perf_counter()
+            saved.write_text(saved.read_text() + f"# notice {i}\n")
+            watcher.wait(keys)
+            times.append(time.perf_counter() - started)
+    finally:
+        watcher.close()
+    return times
+
+
+def start_costs(root: Path, rounds: int) -> tuple[list[float], list[float]]:
+    """A run's start cost (to its first case, less the case's own time), warm and new, in this process."""
+    sys.path.insert(0, str(REPO))
+    from course import chapters, languages, rundir, runner
+    from course.check import default_build_dir
+    from course.languages.protocol import RunRequest
+
+    rundir.enter()
+    chapter = chapters.get(CHAPTER)
+    track = chapter.track("python")
+    adapter = languages.get(track.language)
+    request = RunRequest(track=track, code_root=root, tests=tuple(e.name for e in chapter.for_track(track).catalog),
+                         timeout=5.0, build_dir=default_build_dir())
+
+    def once() -> float:
+        started = time.perf_counter()
+        first: list[float] = []
+
+        def on_case(case) -> None:  # noqa: ANN001
+            if not first:
+                first.append(time.perf_counter() - started - case.duration)
+
+        runner.run(adapter, request, on_case=on_case)
+        return first[0]
+
+    new = []
+    for _ in range(rounds):
+        new.append(once())
+        time.sleep(0.3)
+    warm = []
+    with adapter.standby():
+        once()  # the first run of a watch starts a worker as check does; the next ones find it ready
+        for _ in range(rounds):
+            time.sleep(0.3)
+            warm.append(once())
+    return warm, new
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--poll", action="store_true", help="watch by polling instead of OS notifications")
     options = parser.parse_args()
 
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="course-bench-watch-") as tmp:
         root = Path(tmp) / "learner"
         root.mkdir()
@@ -88,6 +158,7 @@ def main() -> None:
         original = saved.read_text()
         watch = Watch(root, options.poll)
         save_to_verdict: list[float] = []
+        run_shown: list[float] = []
         plain_check: list[float] = []
         try:
             watch.next_verdict()  # the first run, before any save
@@ -95,18 +166,32 @@ def main() -> None:
                 time.sleep(0.4)  # the previous round's bookkeeping (state file) is done
                 started = time.perf_counter()
                 saved.write_text(original + f"\n# edit {i}\n")
-                save_to_verdict.append(watch.next_verdict() - started)
+                arrived, shown = watch.next_verdict()
+                save_to_verdict.append(arrived - started)
+                run_shown.append(shown)
                 started = time.perf_counter()
                 subprocess.run(course("check"), cwd=root, env=ENV, stdout=subprocess.DEVNULL, check=False)
                 plain_check.append(time.perf_counter() - started)
                 watch.seen = len(list(VERDICT.finditer(watch.buffer)))  # a check's save is not a verdict to time
         finally:
             watch.close()
+        saved.write_text(original)
+        notice = [] if options.poll else noticing(root, saved, options.runs)
+        warm, new = start_costs(root, max(3, options.runs // 2))
+    load_after = os.getloadavg()
 
     how = "polling" if options.poll else "notifications"
-    print(f"{CHAPTER} on the reference, {options.runs} rounds, interleaved ({sys.version.split()[0]})")
-    print(f"  course watch ({how}), save to verdict: {spread(save_to_verdict)}")
+    rest = [total - run for total, run in zip(save_to_verdict, run_shown)]
+    print(f"{CHAPTER} on the reference, {options.runs} rounds, interleaved ({sys.version.split()[0]}; "
+          f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after)")
+    print(f"  course watch ({how}), save to screen: {spread(save_to_verdict)}")
+    print(f"    the catalog run (on screen):         {spread(run_shown)}")
+    print(f"    the rest (notice the save, draw):    {spread(rest)}")
     print(f"  course check (a new process):         {spread(plain_check)}")
+    if notice:
+        print(f"  noticing a save alone (no run):       {spread(notice)}")
+    print(f"  a run's start, worker kept ready:     {spread(warm)}")
+    print(f"  a run's start, new worker:            {spread(new)}")
     met = statistics.median(save_to_verdict) < TARGET
     print(f"  target: watch under {TARGET * 1000:.0f} ms: {'met' if met else 'NOT met'}")
 

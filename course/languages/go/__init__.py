@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -65,9 +67,11 @@ class GoAdapter:
 
         return gremlins.run_gremlins(chapter, track, echo=echo)
 
-    def warm(self) -> None:
-        """Find the toolchain once, for a long-lived command (`course watch`); the build cache is go's."""
+    @contextmanager
+    def standby(self) -> Iterator[None]:
+        """For `course watch`: find the toolchain once; the build cache is go's own."""
         toolchain.find()
+        yield
 
     def commentary_lines(self, text: str) -> set[int]:
         """Lines (1-based) that hold only comments or nothing: what `course diff` leaves out by default."""

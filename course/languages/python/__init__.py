@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Mapping
 
@@ -17,12 +19,13 @@ from course.chapters import Fields, Track
 from course.languages.protocol import Prepared, RunRequest
 from course.check.results import FileCoverage
 from course.errors import CodeProblem
-from course.languages.python import launch, measure
+from course.languages.python import bytecode, imports, launch, measure
 
 
 class PythonAdapter:
     name = "python"
     exit_call = "os._exit"
+    _standby: launch.Standby | None = None
 
     def test_name(self, entry: str) -> str:
         return f"test_{entry}"
@@ -34,26 +37,37 @@ class PythonAdapter:
         """Compile every learner file (without running it): a syntax error is one problem at its line.
         What fails only when the code runs (an import-time exception, a missing module) the worker
         reports before the first test."""
-        return Prepared(problem=self._compile_problem(request.track, request.code_root))
+        return Prepared(problem=self._compile_problem(request.track, request.code_root.resolve(),
+                                                      (request.build_dir / "pycache").resolve()))
 
     @staticmethod
-    def _compile_problem(track: Track, code_root: Path) -> str:
+    def _compile_problem(track: Track, code_root: Path, pycache: Path | None = None) -> str:
+        """The first learner file that does not compile, as one line; with `pycache`, each file is
+        also cached there checked by content (see course.languages.python.bytecode)."""
         for name in track.files:
             path = code_root / name
             if not name.endswith(".py") or not path.is_file():
                 continue
             try:
-                compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+                bytecode.compile_checked(path, pycache)
             except SyntaxError as exc:
                 return f"{name}:{exc.lineno}: syntax error: {exc.msg}"
             except ValueError as exc:  # null bytes in the source
                 return f"{name}: cannot be compiled: {exc}"
         return ""
 
-    def warm(self) -> None:
-        """Import, once, what every catalog run needs (pytest, its plugins, the worker): a
-        long-lived command such as `course watch` then starts each run from a warm process."""
+    @contextmanager
+    def standby(self) -> Iterator[None]:
+        """For `course watch`: import, once, what every catalog run needs (pytest, its plugins,
+        the worker), and keep the next run's worker ready while the learner types (set up as far
+        as it can be without the code under test: see course.languages.python.worker.run)."""
         launch.warm()
+        self._standby = launch.Standby()
+        try:
+            yield
+        finally:
+            standby, self._standby = self._standby, None
+            standby.close()
 
     def commentary_lines(self, text: str) -> set[int]:
         """Lines (1-based) that hold only comments, docstrings or nothing: what `course diff`
@@ -83,19 +97,28 @@ class PythonAdapter:
 
     def start(self, request: RunRequest, prepared: Prepared, skip: frozenset[str]) -> launch.Worker:
         track = request.track
-        return launch.Worker({
+        tests_dir = track.tests.resolve()
+        ready = {  # the same for every run of this catalog on this code: a worker can be set up ahead
             "code_root": str(request.code_root.resolve()),
-            "tests_dir": str(track.tests.resolve()),
-            "names": {self.test_name(name): name for name in request.tests},
+            "tests_dir": str(tests_dir),
+            "files": list(track.files),
             "modules": list(self.modules(track)),
+            "pycache": str((request.build_dir / "pycache").resolve()),
+            "ahead": imports.conftests_self_contained(tests_dir, tuple(track.files)),
+            "preload": self._standby is not None,
+        }
+        spec = {  # this run's own
+            "names": {self.test_name(name): name for name in request.tests},
             "timeout": request.timeout,
             "skip": sorted(skip),
-            "pycache": str(request.build_dir / "pycache"),
             "env": dict(request.env),
             "shuffle": request.shuffle,
             "coverage": measure.asked(request.coverage_dir, request.code_root.resolve(), track.files)
             if request.coverage_dir else None,
-        })
+        }
+        if self._standby is not None:
+            return self._standby.start(ready, spec)
+        return launch.start(ready, spec)
 
     def read_coverage(self, request: RunRequest) -> dict[str, FileCoverage]:
         return measure.read(request.coverage_dir, request.code_root.resolve(), list(request.track.files))

@@ -16,10 +16,11 @@ import shutil
 import tempfile
 import threading
 import time
-from typing import Any
+from multiprocessing.reduction import ForkingPickler
+from typing import Any, Callable
 
 from course import processes, rundir
-from course.errors import InternalError
+from course.errors import InternalError, Stopped
 from course.languages.protocol import Ended, Event, decode
 
 
@@ -28,6 +29,11 @@ from course.languages.protocol import Ended, Event, decode
 PRELOAD = ["course.languages.python.worker", "course.fake_model", "http.client", "json", "dataclasses",
            "enum", "contextvars", "codecs", "urllib.parse", "concurrent.futures",
            "course.languages.python.preload"]
+# Said by a worker once it is set up and waits for its run's spec (not an event: the runner never sees it).
+WAITING = b"waiting"
+# A pipe holds 64 KiB on Linux (4 KiB is the least POSIX promises for one atomic write): a run's
+# spec is a few KiB unless thousands of cases are skipped.
+PIPE_TAKES_AT_ONCE = 60_000
 _forkserver = None
 _forkserver_lock = threading.Lock()
 
@@ -82,25 +88,36 @@ def _start_in_empty_folder(start) -> None:  # noqa: ANN001
 
 
 class Worker:
-    """One worker process and the pipe it reports on."""
+    """One worker process, the pipe it reports on, and the pipe its run's spec arrives on.
 
-    def __init__(self, payload: dict[str, Any]) -> None:
+    The process starts getting ready at once (course.languages.python.worker.run); the run begins
+    with go(). `course check` calls go() straight away; `course watch` keeps one worker ready
+    ahead of the next save (Standby)."""
+
+    def __init__(self, ready: dict[str, Any], spec: dict[str, Any] | None = None) -> None:
+        """Start a worker getting ready for `ready`; its run is `spec` when given, else the one go() sends."""
         from course.languages.python import worker
 
         processes.admit()
+        self.ready = ready
+        self.on_close: Callable[[], None] | None = None
+        self.ready_to_run = False  # it said it waits for its run (WAITING)
+        self.pending: list[bytes] = []  # messages read while waiting for WAITING
         self.stderr = tempfile.NamedTemporaryFile(prefix="course-run-", suffix=".err", delete=False)
         try:
-            self._start(payload, worker.run)
+            self._start({**ready, "stderr_path": self.stderr.name}, spec, worker.run)
         except BaseException:
             self.stderr.close()
             os.unlink(self.stderr.name)
             raise
 
-    def _start(self, payload: dict[str, Any], target) -> None:  # noqa: ANN001
-        payload = {**payload, "stderr_path": self.stderr.name}
+    def _start(self, ready: dict[str, Any], spec: dict[str, Any] | None, target) -> None:  # noqa: ANN001
         context = _context()
         self.events, sender = context.Pipe(duplex=False)
-        self.process = context.Process(target=target, args=(payload, sender), daemon=True)
+        orders, self.orders = context.Pipe(duplex=False)
+        if spec is not None:
+            self.orders.close()
+        self.process = context.Process(target=target, args=(ready, sender, orders, spec), daemon=True)
         try:
             self.process.start()
             processes.register(self.process.pid)
@@ -110,18 +127,51 @@ class Worker:
                                 f"({type(exc).__name__}: {exc})") from exc
         finally:
             sender.close()  # the worker holds the only write end: its death is our end of stream
+            orders.close()  # and the only read end of its orders: a send to a dead worker fails
+
+    def go(self, spec: dict[str, Any]) -> bool:
+        """Start the run; False when the process is already gone (killed while it waited), or the
+        spec is too large to be sure the pipe takes it at once (the worker may be busy setting up:
+        the harness must never block on it)."""
+        data = ForkingPickler.dumps(spec)
+        try:
+            if len(data) > PIPE_TAKES_AT_ONCE:
+                return False
+            self.orders.send_bytes(data)
+            return True
+        except OSError:  # BrokenPipeError: nobody reads the orders any more
+            return False
+        finally:
+            self.orders.close()
 
     def next_event(self, deadline: float | None) -> Event | None:
         """The next event; None at end of stream; raises TimeoutError past the deadline."""
+        while True:
+            message = self.pending.pop(0) if self.pending else self._receive(deadline)
+            if message != WAITING:
+                return None if message is None else decode(message)
+            self.ready_to_run = True
+
+    def wait_until_ready(self, deadline: float) -> bool:
+        """Whether the worker is set up and waits for its run, by the deadline (False: it ended)."""
+        while not self.ready_to_run:
+            message = self._receive(deadline)
+            if message is None:
+                return False
+            if message == WAITING:
+                self.ready_to_run = True
+            else:
+                self.pending.append(message)
+        return True
+
+    def _receive(self, deadline: float | None) -> bytes | None:
         wait = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
-            ready = self.events.poll(wait)
-            message = self.events.recv_bytes() if ready else b""
+            if not self.events.poll(wait):
+                raise TimeoutError
+            return self.events.recv_bytes()
         except (EOFError, ConnectionError):  # the worker is gone and its end of the pipe closed
             return None
-        if not ready:
-            raise TimeoutError
-        return decode(message)
 
     def kill(self) -> None:
         processes.kill(self.process.pid)
@@ -133,8 +183,58 @@ class Worker:
         self.process.join()
         processes.unregister(self.process.pid)
         self.events.close()
+        self.orders.close()
         with self.stderr:
             self.stderr.seek(0)
             tail = self.stderr.read()[-2000:].decode("utf-8", "replace").strip()
         os.unlink(self.stderr.name)
+        if self.on_close is not None:
+            self.on_close()
         return Ended(self.process.exitcode, tail)
+
+    def discard(self) -> None:
+        """End a worker that never ran (a standby no longer wanted)."""
+        self.kill()
+        self.on_close = None
+        self.close()
+
+
+def start(ready: dict[str, Any], spec: dict[str, Any]) -> Worker:
+    """A new worker, running `spec` as soon as it is ready."""
+    return Worker(ready, spec)
+
+
+class Standby:
+    """One worker kept ready ahead of the next run (`course watch`): started, set up as far as it
+    can be without the code under test, waiting for its run. Each worker this hands out makes the
+    next one when it is closed, once its run is over, so getting ready never competes with a run."""
+
+    def __init__(self) -> None:
+        self.spare: Worker | None = None
+        self.handed = 0  # runs that started on a worker kept ready
+
+    def start(self, ready: dict[str, Any], spec: dict[str, Any]) -> Worker:
+        """A worker running `spec`: the one kept ready when it was made for this kind of run and
+        is still there, else a new one."""
+        spare, self.spare = self.spare, None
+        if spare is not None and spare.ready == ready and spare.go(spec):
+            self.handed += 1
+        else:
+            if spare is not None:
+                spare.discard()
+            spare = start(ready, spec)
+        spare.on_close = lambda: self.refill(ready)
+        return spare
+
+    def refill(self, ready: dict[str, Any]) -> None:
+        if self.spare is not None:
+            return
+        try:
+            self.spare = Worker(ready)
+        except (Stopped, InternalError):  # an interrupt is ending the command: no next run
+            self.spare = None
+
+    def close(self) -> None:
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            spare.discard()

@@ -25,6 +25,7 @@ import pytest
 
 from course import content, processes
 from course.check.results import Status
+from course.languages.python.launch import WAITING
 from course.languages.protocol import CaseFinished, CaseId, CaseStarted, Collected, Event, Finished, Problem, encode
 
 
@@ -41,6 +42,9 @@ class Events:
 
     def send(self, event: Event) -> None:
         self.channel.send_bytes(encode(event))
+
+    def waiting(self) -> None:
+        self.channel.send_bytes(WAITING)
 
 
 PACKAGE = str(Path(__file__).resolve().parents[2])  # the course package: never the learner's code
@@ -131,17 +135,56 @@ MAX_OUTPUT = 20_000  # characters of a test's printed output kept
 
 
 class CatalogPlugin:
-    def __init__(self, spec: dict[str, Any], events: Events) -> None:
+    """Runs one catalog run inside pytest: the run's own spec arrives at begin() (see `run`)."""
+
+    def __init__(self, ready: dict[str, Any], events: Events, orders: Connection, spec: dict[str, Any] | None) -> None:
+        self.code_root = os.path.realpath(ready["code_root"])
+        self.tests_root = os.path.realpath(ready["tests_dir"])
+        self.modules: list[str] = ready.get("modules", [])
+        self.events = events
+        self.orders = orders
+        self.given = spec  # the run's spec, when it came with the process (course check)
+        self.spec: dict[str, Any] | None = None
+        self.measure = None  # coverage.py's recorder, when the run asks for coverage
+        self.path_at_setup = set(sys.path)
+        self.current: dict[str, Any] = {}
+        self.ran = False  # whether any test started
+
+    def begin(self) -> None:
+        """Wait for the run's spec, then put the code under test on the path and import it, fresh.
+        Everything before this is the same for every run of the catalog on this code."""
+        if self.spec is not None:
+            return
+        early = learner_modules(self.code_root, self.tests_root)
+        gc.freeze()  # what is loaded so far lives as long as the worker: later collections skip it
+        self.events.waiting()
+        spec = self.spec = self.given or self.orders.recv()
+        self.orders.close()
         self.entries: dict[str, str] = spec["names"]  # test function name -> catalog name, in catalog order
         self.order = {name: i for i, name in enumerate(self.entries)}
         self.shuffle = spec.get("shuffle")  # a seed: run the cases in an order drawn from it
         self.skip = set(spec.get("skip", ()))
         self.timeout = float(spec["timeout"])
-        self.code_root = os.path.realpath(spec["code_root"])
-        self.tests_root = os.path.realpath(spec["tests_dir"])
-        self.events = events
-        self.current: dict[str, Any] = {}
-        self.ran = False  # whether any test started
+        if early:  # the harness's own mistake; a run on code imported before its save could lie
+            self.events.send(Problem(f"internal error: {early[0]} was imported before the run started"))
+            _end()
+        # The code under test goes where it would have been had it been first on the path from the
+        # start: behind what was put in front since (pytest puts the catalog's folder first).
+        front = next((i for i, p in enumerate(sys.path) if p in self.path_at_setup), len(sys.path))
+        sys.path.insert(front, self.code_root)
+        os.chdir(self.code_root)
+        os.environ.update(spec["env"])  # what the catalog needs from the harness (COURSE_FIXTURES, ...)
+        self.measure = _start_coverage(spec.get("coverage"))
+        with timer(self.timeout, f"took longer than {self.timeout:g} s"):
+            problem = import_modules(self.modules, self.code_root)
+        if problem:
+            _save_coverage(self.measure)
+            self.events.send(Problem(problem))
+            _end()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session) -> None:  # noqa: ANN001
+        self.begin()  # a worker that set pytest up ahead waits here for its run
 
     def pytest_configure(self, config) -> None:  # noqa: ANN001
         # Python's own traceback format: what -v shows, and far cheaper for pytest to build than
@@ -253,56 +296,86 @@ UNUSED_PLUGINS = ("cacheprovider", "terminal", "pastebin", "logging", "warnings"
                   "threadexception", "doctest", "junitxml", "stepwise", "legacypath")
 
 
-def run(spec: dict[str, Any], channel: Connection) -> None:
-    """Run the catalog in this (freshly forked) process, reporting on `channel`."""
+def learner_modules(code_root: str, tests_root: str) -> list[str]:
+    """The modules of the code under test this process has imported."""
+    inside = os.path.join(code_root, "")
+    return [name for name, module in list(sys.modules.items())
+            if (getattr(module, "__file__", None) or "").startswith(inside)
+            and _learners(module.__file__, code_root, tests_root)]
+
+
+def run(ready: dict[str, Any], channel: Connection, orders: Connection, spec: dict[str, Any] | None = None) -> None:
+    """One catalog run in this (freshly forked) process, in two steps. First it gets ready with
+    what is the same for every run of this catalog on this code (`ready`): the harness's modules,
+    pytest, the modules the catalog imports that are not the code under test, and, when the
+    catalog's conftest files allow it (`ahead`), pytest's configuration and the conftest files
+    themselves. The code under test is kept off sys.path until then, so none of it can be
+    imported early. Then it waits for the run's spec on `orders` (names, skip, timeout, env, ...),
+    imports the code under test as it is at that moment, collects and runs, reporting on `channel`.
+    `course check` gives the spec with the process (`spec`); `course watch` starts the next worker
+    ahead of the save and sends it then."""
     processes.die_with_parent(os.getppid())  # the harness killed by SIGKILL or a closed terminal: end too
     os.setsid()  # its own process group: the supervisor's kill reaches whatever a test spawns
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked harness's handler is not ours
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    _isolate_streams(spec["stderr_path"])
+    _isolate_streams(ready["stderr_path"])
     events = Events(channel)
-    code_root = spec["code_root"]
-    # The code under test comes first; the folder the command was started in does not count (a
-    # learner's own `agent/` must not shadow the reference under --reference, and vice versa).
-    here = os.getcwd()
-    sys.path[:] = [code_root] + [p for p in sys.path if p not in ("", here)] + [str(content.HARNESS_ROOT)]
+    code_root = os.path.realpath(ready["code_root"])
+    # The code under test comes first once the run starts (CatalogPlugin.begin); until then it is
+    # not on the path at all, nor is the folder the command was started in (a learner's own
+    # `agent/` must not shadow the reference under --reference, and vice versa).
+    here = os.path.realpath(os.getcwd())
+    sys.path[:] = [p for p in sys.path if p and os.path.realpath(p) not in (here, code_root)]
+    sys.path.append(str(content.HARNESS_ROOT))
     os.chdir(code_root)
     # Compiled files go to the harness's own cache, never into the learner's tree or the reference,
     # and are written there even where PYTHONDONTWRITEBYTECODE is set: the catalog's files are
     # compiled once, not at every run.
-    sys.pycache_prefix = spec["pycache"]
+    sys.pycache_prefix = ready["pycache"]
     sys.dont_write_bytecode = False
     # No third-party pytest plugins: the catalog needs none, and whatever else is installed
     # (anyio, trio, ...) costs start-up time and could change behaviour.
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    os.environ.update(spec["env"])  # what the catalog needs from the harness (COURSE_FIXTURES, ...)
-
-    measure = _start_coverage(spec.get("coverage"))
-    seconds = float(spec["timeout"])
-    with timer(seconds, f"took longer than {seconds:g} s"):
-        problem = import_modules(spec.get("modules", []), code_root)
-    if problem:
-        _save_coverage(measure)
-        events.send(Problem(problem))
-        _end()
+    if ready.get("preload"):
+        _preload(ready["tests_dir"], code_root, ready["files"])
 
     args = [
-        spec["tests_dir"], *(arg for plugin in UNUSED_PLUGINS for arg in ("-p", f"no:{plugin}")),
-        "--rootdir", spec["tests_dir"], "-c", os.devnull, "-W", "ignore::pytest.PytestCollectionWarning",
+        ready["tests_dir"], *(arg for plugin in UNUSED_PLUGINS for arg in ("-p", f"no:{plugin}")),
+        "--rootdir", ready["tests_dir"], "-c", os.devnull, "-W", "ignore::pytest.PytestCollectionWarning",
         # Catalog asserts carry their own messages (verify checks it), so pytest need not rewrite
         # them: importing the tests stays an ordinary, cached import.
         "--assert=plain",
         # what a test prints is captured at the sys.stdout level: cheaper than file descriptors
         "--capture=sys",
     ]
-    plugin = CatalogPlugin(spec, events)
+    plugin = CatalogPlugin(ready, events, orders, spec)
+    if not ready.get("ahead"):
+        plugin.begin()  # the conftest files need the run's environment (or the code under test)
     status = int(pytest.main(args, plugins=[plugin]))
-    _save_coverage(measure)  # before the last event: once the runner hears it, the data is there
+    _save_coverage(plugin.measure)  # before the last event: once the runner hears it, the data is there
     if status in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR) and not plugin.ran:
-        events.send(Problem(f"pytest stopped with exit code {status}" + _last_line(spec["stderr_path"])))
+        events.send(Problem(f"pytest stopped with exit code {status}" + _last_line(ready["stderr_path"])))
     else:
         events.send(Finished())
     _end()
+
+
+def _preload(tests_dir: str, code_root: str, files: list[str]) -> None:
+    """Import the modules the run will need that cannot be the code under test (a worker started
+    ahead of a save does it while the learner types; see course.languages.python.imports). Best
+    effort: a module that fails to import here is imported, and reported, by the run itself."""
+    import importlib
+
+    from course.languages.python import imports
+
+    names = imports.ahead_of_run(Path(tests_dir), Path(code_root), files)
+    sys.path.append(tests_dir)  # the catalog's helper modules; pytest puts the folder first itself
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except BaseException:  # noqa: BLE001, S110 - whatever it raised, the run will raise again
+            pass
+    sys.path.remove(tests_dir)
 
 
 def _last_line(stderr_path: str) -> str:

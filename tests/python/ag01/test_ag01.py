@@ -911,11 +911,11 @@ def test_stalled_stream_times_out(server, sleeps):
     ends with an ErrorDelta holding a TimeoutError, directly and through with_retry (no retry).
 
     The timeout is short (0.04 s) to keep the catalog fast. On a busy machine the text sent before the
-    stall can itself arrive later than that, so a wrong outcome is tried once more with a 1 s timeout,
-    and that run is the one judged."""
+    stall can itself arrive later than that: a run in which no text arrived is tried once more with a
+    0.5 s timeout, and that run is the one judged."""
     for wrapped in (False, True):
         label = "through with_retry" if wrapped else "directly"
-        for timeout in (0.04, 1.0):
+        for timeout in (0.04, 0.5):
             server.requests.clear()
             sleeps.clear()
             server.script(Answer(sse_head() + _text_events("a"), end="stall"))
@@ -924,9 +924,7 @@ def test_stalled_stream_times_out(server, sleeps):
                 p = retry.with_retry(p, retry.RetryPolicy(sleep=sleeps))
             deltas = list(p.chat_stream([user("hi")]))
             last = deltas[-1] if deltas else None
-            expected = (texts(deltas) == ["a"] and isinstance(last, types.ErrorDelta)
-                        and isinstance(last.error, TimeoutError) and len(server.requests) == 1 and not sleeps)
-            if expected:
+            if texts(deltas):  # the text arrived before the timeout: this run is judged
                 break
         got = [neutral(d) for d in deltas]
         assert texts(deltas) == ["a"], f"{label}: text deltas: got {texts(deltas)}, want ['a'] (all: {got})"

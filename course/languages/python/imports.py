@@ -1,0 +1,118 @@
+"""What a worker may load before its run starts, read from the import statements of the catalog and
+of the code under test, never by running them.
+
+A worker started ahead of a save (`course watch`) must not hold any module of the code under test:
+the run would test the code as it was, not as it is. So before its run it loads only modules that
+cannot be the learner's: the standard library, installed packages and the harness, and the
+catalog's own helper modules that import nothing of the learner's and do not read the run's
+environment. The code under test is also kept off sys.path until the run starts (worker.run), so a
+mistake here cannot load it either.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable
+
+# A module that reads these at import time depends on the run (COURSE_SCRATCH is made per run).
+_ENVIRONMENT = {"environ", "getenv", "environb", "getenvb"}
+
+
+def learner_packages(files: Iterable[str]) -> frozenset[str]:
+    """The top-level names the code under test occupies ('agent' for agent/provider/sse.py)."""
+    return frozenset(Path(name).parts[0].removesuffix(".py") for name in files)
+
+
+def _read(path: Path) -> ast.Module | None:
+    try:
+        return ast.parse(path.read_bytes(), str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def _module_level(tree: ast.AST) -> Iterable[ast.AST]:
+    """The statements that run when the module is imported (not the bodies of its functions)."""
+    for node in ast.iter_child_nodes(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield node
+            yield from _module_level(node)
+
+
+def imported(tree: ast.Module, *, anywhere: bool = True) -> list[str]:
+    """The absolute module names a module imports (relative imports are its own package's):
+    anywhere in it, or only where importing the module runs them."""
+    names = []
+    for node in ast.walk(tree) if anywhere else _module_level(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+    return names
+
+
+def _reads_environment(tree: ast.Module) -> bool:
+    return any(isinstance(node, ast.Attribute) and node.attr in _ENVIRONMENT
+               or isinstance(node, ast.Name) and node.id in _ENVIRONMENT
+               or isinstance(node, ast.alias) and node.name in _ENVIRONMENT
+               for node in ast.walk(tree))
+
+
+def self_contained(path: Path, folder: Path, learner: frozenset[str], seen: frozenset[Path] = frozenset()) -> bool:
+    """Whether a catalog file can be imported before the run: it imports nothing of the learner's
+    (directly or through the folder's other modules), does not read the environment and names no
+    pytest plugins (which could)."""
+    tree = _read(path)
+    if tree is None or _reads_environment(tree):
+        return False
+    if any(isinstance(node, ast.Name) and node.id == "pytest_plugins" for node in ast.walk(tree)):
+        return False
+    for name in imported(tree):
+        top = name.partition(".")[0]
+        if top in learner:
+            return False
+        local = folder / f"{top}.py"
+        if local.is_file() and local not in seen and not self_contained(local, folder, learner, seen | {path}):
+            return False
+    return True
+
+
+@lru_cache(maxsize=None)
+def conftests_self_contained(tests_dir: Path, files: tuple[str, ...]) -> bool:
+    """Whether pytest may be set up, conftest files loaded, before the run starts: every conftest
+    pytest would load for the catalog (its folder's and its parents') is self-contained."""
+    learner = learner_packages(files)
+    conftests = [folder / "conftest.py" for folder in (tests_dir, *tests_dir.parents)]
+    return all(self_contained(path, path.parent, learner) for path in conftests if path.is_file())
+
+
+def ahead_of_run(tests_dir: Path, code_root: Path, files: Iterable[str]) -> list[str]:
+    """Modules a run of the catalog on this code will import that may be loaded before it starts:
+    what the catalog's files import that is neither the learner's nor a helper of the catalog's that
+    is not self-contained, the self-contained helpers themselves, and the standard-library modules
+    the code under test imports now (only the standard library: whatever else it names is the
+    learner's business, and may be gone by the next save)."""
+    files = tuple(files)
+    learner = learner_packages(files)
+    catalog = {path.stem: path for path in sorted(tests_dir.glob("*.py"))}
+    wanted: dict[str, None] = {}
+    for path in (path for name, path in catalog.items() if name == "conftest" or name.startswith("test_")):
+        tree = _read(path)
+        for name in imported(tree, anywhere=False) if tree else ():
+            top = name.partition(".")[0]
+            if top in learner:
+                continue
+            if top in catalog:
+                helper = catalog[top]
+                if top != "conftest" and not top.startswith("test_") and self_contained(helper, tests_dir, learner):
+                    wanted[top] = None
+                continue
+            wanted[name] = None
+    for name in files:
+        tree = _read(code_root / name) if name.endswith(".py") else None
+        for module in imported(tree, anywhere=False) if tree else ():
+            if module.partition(".")[0] in sys.stdlib_module_names and module.partition(".")[0] not in learner:
+                wanted[module] = None
+    return list(wanted)
