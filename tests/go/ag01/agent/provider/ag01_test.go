@@ -1009,17 +1009,35 @@ func TestStalledStreamTimesOut(t *testing.T) {
 	srv := newScripted(t)
 	sleeps := &sleepRecorder{}
 	for _, wrapped := range []bool{false, true} {
-		srv.script(hijacked(textChunks("a"), stallUntilGone(10*time.Second)))
-		var p types.Provider = openAI(srv.baseURL(), func(c *provider.Config) { c.Client = &http.Client{Timeout: 300 * time.Millisecond} })
 		label := "directly"
 		if wrapped {
-			p, label = provider.WithRetry(p, provider.RetryPolicy{Sleep: sleeps.Sleep}), "through WithRetry"
+			label = "through WithRetry"
 		}
-		ch, err := p.ChatStream(testContext(t), []types.Message{user("hi")}, nil)
-		if err != nil {
-			t.Fatalf("%s: ChatStream: got %v, want the stream (the server goes silent after the head)", label, err)
+		// Config.Client's Timeout bounds the whole exchange, the head included: on a machine too busy
+		// to get the head and the first text within 300ms, the run is tried once more with 2s, so that
+		// only a stream that stalls after its text is judged.
+		var deltas []types.Delta
+		made := 0
+		for _, limit := range []time.Duration{300 * time.Millisecond, 2 * time.Second} {
+			srv.script(hijacked(textChunks("a"), stallUntilGone(10*time.Second)))
+			var p types.Provider = openAI(srv.baseURL(), func(c *provider.Config) { c.Client = &http.Client{Timeout: limit} })
+			if wrapped {
+				p = provider.WithRetry(p, provider.RetryPolicy{Sleep: sleeps.Sleep})
+			}
+			before := srv.requestCount()
+			ch, err := p.ChatStream(testContext(t), []types.Message{user("hi")}, nil)
+			deltas = nil
+			if err == nil {
+				deltas = drain(t, ch, 15*time.Second)
+			}
+			made = srv.requestCount() - before
+			if len(textsOf(deltas)) > 0 {
+				break
+			}
 		}
-		deltas := drain(t, ch, 10*time.Second)
+		if made != 1 {
+			t.Errorf("%s: got %d requests, want 1 (a timeout after content is not retried)", label, made)
+		}
 		if texts := textsOf(deltas); !reflect.DeepEqual(texts, []string{"a"}) {
 			t.Errorf("%s: text deltas: got %q, want [\"a\"] (all: %s)", label, texts, show(neutralAll(deltas)))
 		}
@@ -1033,8 +1051,8 @@ func TestStalledStreamTimesOut(t *testing.T) {
 				label, last)
 		}
 	}
-	if n, w := srv.requestCount(), sleeps.Waits(); n != 2 || len(w) != 0 {
-		t.Errorf("got %d requests and sleeps %s, want 2 requests (one each way) and no sleep", n, durations(w...))
+	if w := sleeps.Waits(); len(w) != 0 {
+		t.Errorf("got sleeps %s, want none (a timeout after content is not retried)", durations(w...))
 	}
 }
 
