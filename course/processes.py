@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from functools import lru_cache
+from typing import Callable
 
 from course.errors import Stopped
 
@@ -58,18 +60,41 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _request_death_signal() -> bool:
+def ends_with_us() -> Callable[[], None] | None:
+    """A preexec_fn for a child that cannot watch for us itself (a compiled test binary): the kernel
+    kills it when the thread that starts it ends, however this process ends. Linux only (None
+    elsewhere). The work done between fork and exec is one system call resolved beforehand, safe in
+    a process with threads; start such a child from a thread that outlives it."""
+    prctl = _prctl()
+    if prctl is None:
+        return None
+    parent, kill_signal = os.getpid(), int(signal.SIGKILL)
+
+    def pact() -> None:
+        prctl(1, kill_signal, 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # we were already gone before it took effect
+            os._exit(1)
+
+    return pact
+
+
+@lru_cache(maxsize=1)
+def _prctl():  # noqa: ANN202
     import sys
 
     if not sys.platform.startswith("linux"):
-        return False
+        return None
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(1, signal.SIGKILL, 0, 0, 0) == 0  # 1: PR_SET_PDEATHSIG
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        return False
+        return None
+
+
+def _request_death_signal() -> bool:
+    prctl = _prctl()
+    return prctl is not None and prctl(1, signal.SIGKILL, 0, 0, 0) == 0  # 1: PR_SET_PDEATHSIG
 
 
 def _watch_parent(parent: int) -> None:

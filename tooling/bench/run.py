@@ -1,6 +1,7 @@
 """Benchmarks: the course's speed targets, each measured side by side with what it is compared to.
 
     python tooling/bench/run.py [cli] [sse] [mutants] [go-sse] [go-check] [go-mutants]   (all when none is named)
+                                [--rounds N] [--no-cold]
 
 cli      `course check ag01 --reference` and `course check ag02 --reference` against a bare
          `python -m pytest` of one trivial test
@@ -16,9 +17,12 @@ go-sse   the Go reference's EventReader against openai-go v3.99.0's packages/sse
          v0.12.0 on the same 4 MB stream, 4 KiB reads (a testing.B benchmark in tooling/bench/go/, a
          module of its own so the peers never reach a learner's or the reference's go.mod; targets:
          2x openai-go, at least go-sse), and its linearity on one long event, 4 KiB and 1-byte reads.
-go-check `course check ag01 --language go --reference` against a bare `go test -json` of the same
-         catalog on the same code, warm build cache (target: within 1.3x), and both with an empty one.
-go-mutants `course mutants ag01 --language go` (target: under 40 s wall on 2 cores).
+go-check `course check ag01 --language go --reference` against a bare `go test -json -count=1` of
+         the same catalog on the same code in the same environment, interleaved rounds, warm build
+         cache (target: within 1.3x); the same in a learner's repository after an edit before every
+         run; then each once with empty caches (GOCACHE, and the course's own cache folder). Wall
+         and CPU time (the command and all it waits for).
+go-mutants `course mutants ag01 --language go` (target: under 40 s wall on 2 cores), wall and CPU.
 
 Needs the bench extra for the peers: pip install '.[bench]'. Figures are medians; the machine is
 noisy, which is why every comparison runs in the same process, interleaved.
@@ -30,6 +34,8 @@ import codecs
 import io
 import json
 import os
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -42,8 +48,9 @@ PY = sys.executable
 
 
 # Commands run as on a learner's machine: compiled files cached (some sandboxes set
-# PYTHONDONTWRITEBYTECODE, which makes every start compile every module anew).
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+# PYTHONDONTWRITEBYTECODE, which makes every start compile every module anew); `course` is this
+# checkout's, whatever else is installed.
+ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "PYTHONPATH": str(REPO)}
 
 
 def wall(args: list[str], cwd: Path | None = None) -> float:
@@ -278,65 +285,130 @@ def bench_go_sse(rounds: int = 7) -> None:
             print(f"    {parts[0].split('/', 1)[1].rsplit('-', 1)[0]:<20} {parts[parts.index('MB/s') - 1]:>9} MB/s")
 
 
-def bench_go_check(runs: int = 7) -> None:
+def timed_run(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds of the command and everything it waited for, exit code)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(args, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.returncode
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def compare(commands: dict[str, tuple[list[str], Path]], env: dict[str, str], rounds: int, label: str,
+            before_each=None) -> None:  # noqa: ANN001
+    """Run the commands in interleaved rounds (`before_each(name)` first, when given); print medians,
+    the ratio of the second to the first, and the load average around the runs."""
+    before = load()
+    walls: dict[str, list[float]] = {name: [] for name in commands}
+    cpus: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(rounds):
+        for name, (args, cwd) in commands.items():
+            if before_each:
+                before_each(name)
+            elapsed, cpu, code = timed_run(args, cwd, env)
+            if code != 0:
+                print(f"  {name} failed (exit {code}) {label}: the figures would compare nothing")
+                return
+            walls[name].append(elapsed)
+            cpus[name].append(cpu)
+    print(f"  {label}, median of {rounds} interleaved rounds ({before}; after: {load()}):")
+    for name in commands:
+        print(f"    {name:<40} wall {statistics.median(walls[name]):5.2f} s  CPU {statistics.median(cpus[name]):5.2f} s"
+              f"  (walls {' '.join(f'{w:.2f}' for w in walls[name])})")
+    (first, base), (second, other) = walls.items()
+    print(f"    {second} / {first}: {statistics.median(other) / statistics.median(base):.2f}x of the medians, "
+          f"{statistics.median(o / b for b, o in zip(base, other)):.2f}x the median of each round's ratio (target <= 1.3x)")
+
+
+def bench_go_check(rounds: int = 9, cold: bool = True) -> None:
+    """course check against bare `go test -json` of the same catalog on the same code, in the same
+    environment (fixtures, a fake model); the bare run has -count=1 so that it runs the tests rather
+    than replaying a cached result, as course check always does. Three ways: unchanged code (warm
+    caches), after an edit of the learner's code before every run, and with empty caches."""
     sys.path.insert(0, str(REPO))
     from course import content, fake_model
 
     tests = REPO / "tests" / "go" / "ag01"
-    module = REPO / "reference" / "go" / "ag01" / "go"
-    package = "agent/provider"
-    with tempfile.TemporaryDirectory() as tmp, fake_model.FakeModel() as fake:
-        overlay = Path(tmp) / "overlay.json"
+    packages = sorted({"./" + p.parent.relative_to(tests).as_posix() for p in tests.rglob("*_test.go")})
+
+    def bare(module: Path, into: Path) -> list[str]:
+        overlay = into / "overlay.json"
         overlay.write_text(json.dumps({"Replace": {str(module / p.relative_to(tests)): str(p) for p in tests.rglob("*_test.go")}}))
+        return ["go", "test", "-json", "-count=1", "-overlay", str(overlay), *packages]
+
+    with tempfile.TemporaryDirectory() as tmp, fake_model.FakeModel() as fake:
         env = {**ENV, "COURSE_FIXTURES": str(content.fixtures_dir("ag01")), "COURSE_FAKE_MODEL_URL": fake.base_url,
-               "GOFLAGS": "-buildvcs=false"}
-        bare = ["go", "test", "-json", "-count=1", "-overlay", str(overlay), "./" + package]
-        course = [PY, "-m", "course", "check", "ag01", "--language", "go", "--reference"]
+               "GOFLAGS": "-buildvcs=false", "NO_COLOR": "1"}
+        module = REPO / "reference" / "go" / "ag01" / "go"
+        commands = {"bare go test -json": (bare(module, Path(tmp)), module),
+                    "course check --language go --reference": ([PY, "-m", "course", "check", "ag01", "--language", "go", "--reference"], Path(tmp))}
+        for args, cwd in commands.values():
+            timed_run(args, cwd, env)  # both warm
+        compare(commands, env, rounds, "unchanged code, warm caches")
 
-        def timed(args: list[str], cwd: Path, extra: dict[str, str] | None = None) -> float:
-            started = time.perf_counter()
-            subprocess.run(args, cwd=cwd, env={**env, **(extra or {})}, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, check=False)
-            return time.perf_counter() - started
+        # a learner's loop: an edit, then a check (the edited package is compiled and linked again)
+        learner = Path(tmp) / "learner"
+        (learner / ".git").mkdir(parents=True)
+        subprocess.run([PY, "-m", "course", "start", "ag01", "--language", "go"], cwd=learner, env=env,
+                       capture_output=True, check=True)
+        shutil.copytree(REPO / "reference" / "go" / "ag01", learner, dirs_exist_ok=True)
+        edited = learner / "go" / "agent" / "provider" / "sse.go"
+        original = edited.read_text(encoding="utf-8")
+        edits = iter(range(1_000_000))
 
-        timed(bare, module)
-        timed(course, Path(tmp))  # both warm
-        times: dict[str, list[float]] = {"bare go test -json": [], "course check --language go --reference": []}
-        for _ in range(runs):
-            times["bare go test -json"].append(timed(bare, module))
-            times["course check --language go --reference"].append(timed(course, Path(tmp)))
-        medians_ = {name: statistics.median(t) for name, t in times.items()}
-        for name, median in medians_.items():
-            print(f"  {name:<42} {median:6.2f} s  (warm build cache, median of {runs})")
-        print(f"  course check / bare go test -json: "
-              f"{medians_['course check --language go --reference'] / medians_['bare go test -json']:.2f}x (target <= 1.3x)")
-        for name, args, cwd in (("bare go test -json", bare, module), ("course check", course, Path(tmp))):
-            with tempfile.TemporaryDirectory() as cold:
-                print(f"  {name}, empty GOCACHE: {timed(args, cwd, {'GOCACHE': cold}):6.1f} s")
+        def edit(_: str) -> None:
+            edited.write_text(original + f"\n// edit {next(edits)}\n", encoding="utf-8")
+
+        mine = learner / "go"
+        compare({"bare go test -json": (bare(mine, Path(tmp)), mine),
+                 "course check": ([PY, "-m", "course", "check"], learner)}, env, rounds, "after an edit", edit)
+        if not cold:
+            return
+        print(f"  empty caches (GOCACHE, and the course's own: kept binaries, the toolchain's answers), once each:")
+        for name, (args, cwd) in commands.items():
+            with tempfile.TemporaryDirectory() as gocache, tempfile.TemporaryDirectory() as xdg:
+                before = load()
+                elapsed, cpu, code = timed_run(args, cwd, {**env, "GOCACHE": gocache, "XDG_CACHE_HOME": xdg})
+                print(f"    {name:<40} wall {elapsed:6.1f} s  CPU {cpu:6.1f} s  exit {code}  ({before}; after: {load()})")
 
 
-def bench_go_mutants() -> None:
-    started = time.perf_counter()
-    done = subprocess.run([PY, "-m", "course", "mutants", "ag01", "--language", "go"], cwd=REPO, env=ENV,
-                          capture_output=True, text=True)
-    elapsed = time.perf_counter() - started
-    last = done.stdout.strip().splitlines()[-2:] if done.stdout else [done.stderr.strip()]
-    print(f"  course mutants ag01 --language go: {elapsed:.1f} s wall on {os.cpu_count()} cores (target < 40 s): "
-          f"{' / '.join(last)}")
+def bench_go_mutants(rounds: int = 1) -> None:
+    for _ in range(rounds):
+        before = load()
+        elapsed, cpu, code = timed_run([PY, "-m", "course", "mutants", "ag01", "--language", "go"], REPO, ENV)
+        print(f"  course mutants ag01 --language go: wall {elapsed:.1f} s, CPU {cpu:.1f} s on {os.cpu_count()} cores, "
+              f"exit {code} (target < 40 s wall; {before}; after: {load()})")
 
 
 def main(argv: list[str]) -> None:
     if argv[:1] == ["one-event"]:
         return one_event(int(argv[1]))
+    import argparse
+
     benches = {"cli": bench_cli, "sse": bench_sse, "mutants": bench_mutants, "go-sse": bench_go_sse,
                "go-check": bench_go_check, "go-mutants": bench_go_mutants}
-    unknown = [name for name in argv if name not in benches]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("names", nargs="*", metavar="NAME", help=", ".join(benches) + " (all when none is named)")
+    parser.add_argument("--rounds", type=int, help="rounds of go-check (9) or go-mutants (1)")
+    parser.add_argument("--no-cold", action="store_true", help="go-check: leave out the empty build cache runs")
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.names if name not in benches]
     if unknown:
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
-        sys.exit(0 if unknown[0] in ("-h", "--help") else 2)
-    for name in argv or list(benches):
+        parser.error(f"no benchmark named {', '.join(unknown)}; choose from {', '.join(benches)}")
+    for name in args.names or list(benches):
         print(f"{name}:")
-        benches[name]()
+        if name == "go-check":
+            bench_go_check(args.rounds or 9, cold=not args.no_cold)
+        elif name == "go-mutants":
+            bench_go_mutants(args.rounds or 1)
+        else:
+            benches[name]()
 
 
 if __name__ == "__main__":

@@ -5,16 +5,27 @@ The catalog is laid out as the module (tests/go/<id>/agent/provider/x_test.go jo
 agent/provider) and reaches the compiler through `go test -overlay`. A build that fails is one
 problem block: the learner's files at their file:line, or, when only the catalog fails to compile,
 the names it could not find.
+
+The binaries are kept between runs in the build folder (the user's cache), one place per module
+folder: `go test -c -o` leaves a binary alone when its build ID says it is up to date, so a check of
+unchanged code links nothing, and a changed file recompiles only its package. Each run works on its
+own hard link (or copy) of the binary, so a build by another run never changes a binary in use.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
+import os
 import re
+import shutil
 import subprocess
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from course import processes
 from course.chapters import Track
@@ -65,24 +76,114 @@ def build(track: Track, code_root: Path, tests: list[str], build_dir: Path, *, e
         return None, f"{_shown(code_root, module / 'go.mod')} is missing: the Go track's code is a module (`course start` writes it)"
     functions = test_functions(track.tests)
     packages = {name: functions[name][0] for name in tests if name in functions}
-    build_dir.mkdir(parents=True, exist_ok=True)
-    folder = tempfile.TemporaryDirectory(prefix="course-go-", dir=build_dir)
-    out = Path(folder.name)
-    overlay = {"Replace": {str(module / p.relative_to(track.tests)): str(p) for p in sorted(track.tests.rglob("*_test.go"))}}
-    (out / "overlay.json").write_text(json.dumps(overlay), encoding="utf-8")
     order = {name: i for i, name in enumerate(tests)}
+    wanted = sorted(set(packages.values()), key=lambda p: min(order[t] for t, q in packages.items() if q == p))
+    place = _place(build_dir, module, track.tests, cover)
+    folder = tempfile.TemporaryDirectory(prefix="course-go-")
     binaries: dict[str, Path] = {}
-    for n, package in enumerate(sorted(set(packages.values()), key=lambda p: min(order[t] for t, q in packages.items() if q == p))):
-        binary = out / f"catalog{n}.test"
-        args = [tools.go, "test", "-c", "-o", str(binary), "-overlay", str(out / "overlay.json")]
-        if cover:
-            args += ["-cover", "-covermode=set", "-coverpkg=./..."]
-        code, said = _call([*args, "./" + package], cwd=module, env=env)
-        if code != 0 or not binary.is_file():
-            folder.cleanup()
-            return None, problem(track, code_root, module, said, code)
-        binaries[package] = binary
-    return Built(module, binaries, packages, folder, str(out / "cover") if cover else ""), ""
+    with _locked(place):
+        _write_if_changed(place / "module", str(module.resolve()))
+        overlay = place / "overlay.json"
+        replace = {str(module / p.relative_to(track.tests)): str(p) for p in sorted(track.tests.rglob("*_test.go"))}
+        _write_if_changed(overlay, json.dumps({"Replace": replace}))
+        for package in wanted:
+            kept = place / (package.replace("/", "-") + ".test")
+            # -s -w: no symbol table or DWARF, as plain `go test` links; panics still name file:line
+            args = [tools.go, "test", "-c", "-o", str(kept), "-overlay", str(overlay), "-ldflags=-s -w"]
+            if cover:
+                args += ["-cover", "-covermode=set", "-coverpkg=./..."]
+            code, said = _call([*args, "./" + package], cwd=module, env=env)
+            if code != 0 or not kept.is_file():
+                folder.cleanup()
+                return None, problem(track, code_root, module, said, code)
+            binaries[package] = _own_copy(kept, Path(folder.name))
+    _prune(place.parent, keep=place)
+    return Built(module, binaries, packages, folder, str(Path(folder.name) / "cover") if cover else ""), ""
+
+
+KEEP = 8  # module folders whose binaries stay in the build folder: the most recently built
+
+
+def _place(build_dir: Path, module: Path, tests: Path, cover: bool) -> Path:
+    """The folder that keeps the binaries of this module folder built with this catalog; it records
+    the module folder, so that it can go once that folder is gone."""
+    source = f"{module.resolve()}\n{tests.resolve()}\n{'cover' if cover else 'plain'}"
+    return build_dir / "go" / hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+@contextmanager
+def _locked(place: Path) -> Iterator[None]:
+    """Hold the place's lock: one build at a time writes its binaries (another run of the same code
+    waits, then finds them up to date). The kernel releases it however the process ends."""
+    while True:
+        place.mkdir(parents=True, exist_ok=True)
+        fd = os.open(place / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if os.path.samestat(os.fstat(fd), os.stat(place / "lock")):
+                break
+        except FileNotFoundError:
+            pass  # pruned while we waited: make it again
+        os.close(fd)
+    try:
+        os.utime(place / "lock")  # most recently used
+        yield
+    finally:
+        os.close(fd)
+
+
+def _prune(root: Path, *, keep: Path) -> None:
+    """Remove the places of module folders that are gone (a mutant's copy, a graded repository's),
+    then all but the KEEP most recently built; never one that another run holds."""
+    places = []
+    for place in root.iterdir():
+        try:
+            module = Path((place / "module").read_text(encoding="utf-8"))
+            places.append((os.stat(place / "lock").st_mtime, place, module.is_dir()))
+        except OSError:
+            continue  # being made by another run
+    places.sort(reverse=True)
+    for n, (_, place, alive) in enumerate(places):
+        if place != keep and (not alive or n >= KEEP):
+            _remove_unless_held(place)
+
+
+def _remove_unless_held(place: Path) -> None:
+    try:
+        fd = os.open(place / "lock", os.O_RDWR)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return  # a run is building there
+    try:
+        os.unlink(place / "lock")  # first: a run that opens it next makes a fresh one
+        shutil.rmtree(place, ignore_errors=True)
+    finally:
+        os.close(fd)
+
+
+def _own_copy(binary: Path, folder: Path) -> Path:
+    """This run's own name for the binary: a hard link when the folders share a file system."""
+    mine = folder / binary.name
+    try:
+        os.link(binary, mine)
+    except OSError:
+        shutil.copy2(binary, mine)
+    return mine
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return
+    except OSError:
+        pass
+    part = path.with_name(f".{path.name}.{os.getpid()}")
+    part.write_text(text, encoding="utf-8")
+    os.replace(part, path)
 
 
 def problem(track: Track, code_root: Path, module: Path, output: str, code: int | None) -> str:
@@ -130,7 +231,7 @@ def _call(args: list[str], *, cwd: Path, env: dict[str, str]) -> tuple[int | Non
     processes.admit()
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+                                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=processes.ends_with_us())
         processes.register(proc.pid)
         try:
             code: int | None = proc.wait(BUILD_LIMIT)

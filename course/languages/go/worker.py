@@ -1,5 +1,5 @@
-"""One Go test process: the catalog's test binary run under test2json, its JSON events turned into the
-runner boundary's events (course.languages.protocol).
+"""One Go test process: the catalog's test binary, its output piped through test2json, the JSON events
+turned into the runner boundary's events (course.languages.protocol).
 
 Top-level tests are announced up front; a first-level subtest (t.Run) is a case of its test and is
 announced when it starts. A test with subtests also reports its own body as a case (case ""): a
@@ -54,23 +54,38 @@ class Worker:
         self.output: list[str] = []  # everything the process said, for the death message
         self.ended_tests: set[str] = set()
         self.eof = False
-        args = [toolchain.find().test2json, "-t", str(binary), "-test.v=test2json", "-test.count=1",
-                "-test.paniconexit0", "-test.run", "^(" + "|".join(names) + ")$"]
+        self.speaking: str = ""  # the (sub)test the last output line came from, while it is the last event
+        args = [str(binary), "-test.v=test2json", "-test.count=1", "-test.paniconexit0",
+                "-test.run", "^(" + "|".join(names) + ")$"]
         if shuffle is not None:
             args.append(f"-test.shuffle={shuffle}")
         if cover_profile:
             args.append(f"-test.coverprofile={cover_profile}.{time.monotonic_ns()}")
+        # The binary and its converter are both our children, so that both end with us however we
+        # end (a binary started by test2json would outlive a SIGKILL of the harness).
+        pact = processes.ends_with_us()
         processes.admit()
-        self.proc = subprocess.Popen(args, cwd=package_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
-        processes.register(self.proc.pid)
+        self.test = subprocess.Popen(args, cwd=package_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=pact)
+        processes.register(self.test.pid)
+        try:
+            self.converter = subprocess.Popen([toolchain.find().test2json, "-t"], stdin=self.test.stdout,
+                                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                              start_new_session=True, preexec_fn=pact)
+        except BaseException:
+            self.close_test()
+            raise
+        finally:
+            assert self.test.stdout is not None
+            self.test.stdout.close()  # test2json holds it now: it sees the end when the binary ends
+        processes.register(self.converter.pid)
         self.lines: queue.Queue = queue.Queue()
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
     def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
+        assert self.converter.stdout is not None
+        for line in self.converter.stdout:
             self.lines.put(line)
         self.lines.put(None)
 
@@ -85,28 +100,41 @@ class Worker:
                 line = self.lines.get(timeout=wait)
             except queue.Empty:
                 raise TimeoutError from None
-            if line is None:  # test2json is done: let its exit be seen before the held failures are told
+            if line is None:  # the binary's output ended: let its exit be seen before the held failures are told
                 self.eof = True
                 try:
-                    self.proc.wait(5)
+                    code = self.test.wait(5)
                 except subprocess.TimeoutExpired:
-                    pass
+                    code = None
+                if code and self.speaking:
+                    # what `test2json -t BINARY` adds for a binary that failed: the test it was in
+                    # fails (a panic prints after the test's own FAIL line, which says nothing then)
+                    self.pending.extend(self._translate(json.dumps({"Action": "fail", "Test": self.speaking})))
                 self.pending.extend(self._release())
                 continue
             self.pending.extend(self._translate(line))
         return self.pending.pop(0)
 
     def kill(self) -> None:
-        processes.kill(self.proc.pid)  # its whole group: whatever a test started goes too
+        processes.kill(self.test.pid)  # its whole group: whatever a test started goes too
+        processes.kill(self.converter.pid)
 
     def close(self) -> Ended:
-        self.kill()
-        code = self.proc.wait()
-        processes.unregister(self.proc.pid)
+        code = self.close_test()
+        processes.kill(self.converter.pid)
+        self.converter.wait()
+        processes.unregister(self.converter.pid)
         self.reader.join(5)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
+        if self.converter.stdout is not None:
+            self.converter.stdout.close()
         return Ended(exit_code=code, stderr=self._last_words())
+
+    def close_test(self) -> int:
+        """Kill and reap the test binary; its exit code (negative: the signal that ended it)."""
+        processes.kill(self.test.pid)
+        code = self.test.wait()
+        processes.unregister(self.test.pid)
+        return code
 
     # ---- test2json to events -------------------------------------------------------------------------
 
@@ -116,6 +144,7 @@ class Worker:
         except ValueError:  # not an event: something test2json itself printed
             event = {"Action": "output", "Output": line.decode("utf-8", "replace")}
         action, name, text = event.get("Action"), event.get("Test"), event.get("Output", "")
+        self.speaking = (name or "") if action == "output" else ""
         if text:
             self.output.append(text)
             for _, output in self.held:
@@ -182,8 +211,8 @@ class Worker:
         for finished, output in held:
             text = "".join(output)
             message, where, test_line = summarize(text, self.module_root, self.display_root)
-            if not message and self.lines.empty() and self.proc.poll() is not None:
-                message = death(self.proc.returncode, self.output)
+            if not message and self.lines.empty() and self.test.poll() is not None:
+                message = death(self.test.returncode, self.output)
             yield CaseFinished(key=finished.key, status=finished.status,
                                message=message or "the test failed without saying why",
                                where=where or finished.where, test_line=test_line or finished.test_line,

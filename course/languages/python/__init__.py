@@ -106,6 +106,8 @@ class PythonAdapter:
             "pycache": str((request.build_dir / "pycache").resolve()),
             "ahead": imports.conftests_self_contained(tests_dir, tuple(track.files)),
             "preload": self._standby is not None,
+            # a worker set up ahead loaded catalog files: one made before they changed is not used
+            "catalog": imports.stamps(tests_dir),
         }
         spec = {  # this run's own
             "names": {self.test_name(name): name for name in request.tests},
