@@ -1,6 +1,6 @@
 """Benchmark: `course watch`, from a save to the new verdict on screen, beside a plain `course check`.
 
-    python tooling/bench/watch.py [--runs N] [--poll]
+    python tooling/bench/watch.py [--runs N] [--poll] [--against OTHER_CHECKOUT]
 
 A learner repository with ag01 passing (the reference) is watched; each round appends a comment to
 agent/provider/sse.py and times how long the new screen takes to appear, whole (the verdict line
@@ -47,9 +47,11 @@ def course(*args: str) -> list[str]:
 
 
 class Watch:
-    def __init__(self, root: Path, poll: bool) -> None:
-        self.process = subprocess.Popen(course("watch", *(["--poll"] if poll else [])), cwd=root, env=ENV,
+    def __init__(self, root: Path, poll: bool, harness: Path = REPO) -> None:
+        env = {**ENV, "PYTHONPATH": str(harness)}
+        self.process = subprocess.Popen(course("watch", *(["--poll"] if poll else [])), cwd=root, env=env,
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.root = root
         self.buffer = b""
         self.seen = 0
 
@@ -80,6 +82,16 @@ class Watch:
 def spread(values: list[float]) -> str:
     ms = sorted(v * 1000 for v in values)
     return f"median {statistics.median(ms):6.0f} ms  (min {ms[0]:.0f}, max {ms[-1]:.0f}, n={len(ms)})"
+
+
+def learner_repository(root: Path) -> Path:
+    """A learner's repository with the chapter started and the reference's code in it."""
+    root.mkdir()
+    (root / ".git").mkdir()
+    subprocess.run(course("start", CHAPTER), cwd=root, env=ENV, check=True, stdout=subprocess.DEVNULL)
+    shutil.copytree(REPO / "reference" / "python" / CHAPTER, root, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return root
 
 
 def noticing(root: Path, saved: Path, rounds: int) -> list[float]:
@@ -146,37 +158,47 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--poll", action="store_true", help="watch by polling instead of OS notifications")
+    parser.add_argument("--against", type=Path, metavar="DIR",
+                        help="another checkout of the harness (an earlier commit): its watch is timed in the same rounds")
     options = parser.parse_args()
 
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="course-bench-watch-") as tmp:
-        root = Path(tmp) / "learner"
-        root.mkdir()
-        (root / ".git").mkdir()
-        subprocess.run(course("start", CHAPTER), cwd=root, env=ENV, check=True, stdout=subprocess.DEVNULL)
-        shutil.copytree(REPO / "reference" / "python" / CHAPTER, root, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        root = learner_repository(Path(tmp) / "learner")
         saved = root / "agent" / "provider" / "sse.py"
         original = saved.read_text()
         watch = Watch(root, options.poll)
+        other = Watch(learner_repository(Path(tmp) / "other"), options.poll, options.against) if options.against else None
         save_to_verdict: list[float] = []
         run_shown: list[float] = []
         plain_check: list[float] = []
+        other_save_to_verdict: list[float] = []
         try:
             watch.next_verdict()  # the first run, before any save
+            if other:
+                other.next_verdict()
             for i in range(options.runs):
-                time.sleep(0.4)  # the previous round's bookkeeping (state file) is done
-                started = time.perf_counter()
-                saved.write_text(original + f"\n# edit {i}\n")
-                arrived, shown = watch.next_verdict()
-                save_to_verdict.append(arrived - started)
-                run_shown.append(shown)
+                for which in ((watch, other) if i % 2 else (other, watch)):
+                    if which is None:
+                        continue
+                    time.sleep(0.6)  # the previous round's bookkeeping (state file, the next worker) is done
+                    file = which.root / "agent" / "provider" / "sse.py"
+                    started = time.perf_counter()
+                    file.write_text(original + f"\n# edit {i}\n")
+                    arrived, shown = which.next_verdict()
+                    if which is watch:
+                        save_to_verdict.append(arrived - started)
+                        run_shown.append(shown)
+                    else:
+                        other_save_to_verdict.append(arrived - started)
                 started = time.perf_counter()
                 subprocess.run(course("check"), cwd=root, env=ENV, stdout=subprocess.DEVNULL, check=False)
                 plain_check.append(time.perf_counter() - started)
                 watch.seen = len(list(VERDICT.finditer(watch.buffer)))  # a check's save is not a verdict to time
         finally:
             watch.close()
+            if other:
+                other.close()
         saved.write_text(original)
         notice = [] if options.poll else noticing(root, saved, options.runs)
         starts = start_costs(root, max(3, options.runs // 2))
@@ -189,6 +211,8 @@ def main() -> None:
     print(f"  course watch ({how}), save to screen: {spread(save_to_verdict)}")
     print(f"    the catalog run (on screen):         {spread(run_shown)}")
     print(f"    the rest (notice the save, draw):    {spread(rest)}")
+    if other_save_to_verdict:
+        print(f"  course watch of {options.against}: {spread(other_save_to_verdict)}")
     print(f"  course check (a new process):         {spread(plain_check)}")
     if notice:
         print(f"  noticing a save alone (no run):       {spread(notice)}")
