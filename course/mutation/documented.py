@@ -83,11 +83,18 @@ def run_one(chapter: Chapter, track: Track, mutant: Mutant, timeout: float, scra
     return result
 
 
+def reference_copy(track: Track, into: Path) -> Path:
+    """The track's reference copied into `into` (a fresh folder), without its region markers, for a
+    run that may change it or write beside it: the reference itself is only ever read."""
+    copy = into / "code"
+    shutil.copytree(track.reference, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    regions.strip_files(copy, track.files)  # a mutant's diff counts the code's lines, not the markers
+    return copy
+
+
 def _judge(chapter: Chapter, track: Track, mutant: Mutant, timeout: float, scratch: Path) -> MutantResult:
     with tempfile.TemporaryDirectory(prefix=f"course-{chapter.id}-{mutant.id}-") as tmp:
-        copy = Path(tmp) / "code"
-        shutil.copytree(track.reference, copy, ignore=shutil.ignore_patterns("__pycache__"))
-        regions.strip_files(copy, track.files)  # a mutant's diff counts the code's lines, not the markers
+        copy = reference_copy(track, Path(tmp))
         try:
             apply(mutant, copy)
         except StaleMutant as exc:

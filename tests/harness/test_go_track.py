@@ -86,7 +86,9 @@ def test_start_stubs_then_reference(course, learner):
     assert passed.code == 0, f"check on the reference: exit {passed.code}\n{passed.out}\n{passed.err}"
     assert "17 passed, 0 failed" in passed.out, passed.out
     after = sorted(p.relative_to(learner).as_posix() for p in learner.rglob("*") if p.is_file() and p.name != ".course.json")
-    assert not [p for p in after if p.endswith("_test.go")], f"the catalog was written into the learner's tree: {after}"
+    assert [p for p in after if p.endswith("_test.go")] == ["go/agent/provider/mine_test.go"], (
+        f"the catalog was written into the learner's tree (only the learner's own example belongs there): {after}")
+    assert "TestTwoEvents" not in passed.out, "check runs the catalog, never the learner's own tests"
     assert [p for p in before if p != ".course.json"] == after, "check changed the learner's files"
 
     diffed = course("diff", cwd=learner)

@@ -172,6 +172,11 @@ class PythonAdapter:
                     problems.append(f"{path.name}:{node.lineno}: assert without a message")
         return problems
 
+    def learner_tests_folder(self, track: Track, root: Path) -> Path:
+        """Where a learner's own tests are: the folder of the example `course start` wrote
+        (tests_mine/<chapter>/), out of the way of the chapter's modules."""
+        return root / Path(track.selftest).parent
+
     def learner_tests(self, folder: Path) -> list[str]:
         """The tests a learner wrote in `folder` (test_*.py files, test_ functions at the top level
         or in Test classes), as catalog-style names, in file order."""
