@@ -242,6 +242,7 @@ def test_only_self_contained_catalog_files_are_loaded_before_the_run(tmp_path: P
 def test_a_conftest_that_imports_the_learner_or_reads_the_environment_is_loaded_with_the_run(tmp_path: Path) -> None:
     files = ("agent/core.py",)
     for text, ahead in (("import pytest\n", True), ("from agent import core\n", False),
+                        ("import helpers_beside_the_code\n", False),  # e.g. in the learner's repository
                         ("import os\nROOT = os.environ.get('COURSE_SCRATCH')\n", False),
                         ("pytest_plugins = ['x']\n", False)):
         tests = tmp_path / f"case{len(list(tmp_path.iterdir()))}" / "tests"
