@@ -76,23 +76,30 @@ def _passing(chapter: Chapter, result: CheckResult) -> CheckResult:
     return result
 
 
-def run_one(chapter: Chapter, track: Track, mutant: Mutant, timeout: float, scratch: Path) -> MutantResult:
+def run_one(chapter: Chapter, track: Track, mutant: Mutant, timeout: float, scratch: Path, origin: Path) -> MutantResult:
     started = time.perf_counter()
-    result = _judge(chapter, track, mutant, timeout, scratch)
+    result = _judge(chapter, track, mutant, timeout, scratch, origin)
     result.seconds = time.perf_counter() - started
     return result
 
 
-def _judge(chapter: Chapter, track: Track, mutant: Mutant, timeout: float, scratch: Path) -> MutantResult:
+def unmarked_copy(track: Track, into: Path) -> Path:
+    """The reference copied without its region markers: what every mutant changes (a mutant's diff
+    counts the code's lines, not the markers)."""
+    shutil.copytree(track.reference, into, ignore=shutil.ignore_patterns("__pycache__"))
+    regions.strip_files(into, track.files)
+    return into
+
+
+def _judge(chapter: Chapter, track: Track, mutant: Mutant, timeout: float, scratch: Path, origin: Path) -> MutantResult:
     with tempfile.TemporaryDirectory(prefix=f"course-{chapter.id}-{mutant.id}-") as tmp:
         copy = Path(tmp) / "code"
-        shutil.copytree(track.reference, copy, ignore=shutil.ignore_patterns("__pycache__"))
-        regions.strip_files(copy, track.files)  # a mutant's diff counts the code's lines, not the markers
+        shutil.copytree(origin, copy)
         try:
             apply(mutant, copy)
         except StaleMutant as exc:
             return MutantResult(mutant, STALE, detail=str(exc))
-        result = run_check(chapter, track, copy, timeout=timeout, scratch=scratch)
+        result = run_check(chapter, track, copy, timeout=timeout, scratch=scratch, origin=origin)
     failing = sorted(result.failing)
     signature = sorted(result.signature)
     if result.problem:
@@ -116,10 +123,12 @@ def run_mutants(
     `reference_result`, a catalog run on the reference the caller already has, saves running it again."""
     timeout = derived_timeout(_passing(chapter, reference_result or run_check(chapter, track, track.reference)))
     results: dict[str, MutantResult] = {}
-    # Build products of every copy (compiled files) share one scratch folder, removed at the end.
+    # Build products of every copy (compiled files) share one scratch folder, removed at the end; so
+    # does the unmarked reference each copy is made from, which adapters may build them as.
     scratch = tempfile.TemporaryDirectory(prefix=f"course-{chapter.id}-scratch-")
+    origin = unmarked_copy(track, Path(scratch.name) / "origin")
     pool = ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2)
-    futures = [pool.submit(run_one, chapter, track, m, timeout, Path(scratch.name)) for m in mutants]
+    futures = [pool.submit(run_one, chapter, track, m, timeout, Path(scratch.name), origin) for m in mutants]
     try:
         for future in as_completed(futures):
             result = future.result()
