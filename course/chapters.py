@@ -22,7 +22,7 @@ KINDS = ("unit", "conformance", "boundary", "fault")
 # Progressive hints per catalog test: the idea, then the rule or section, then the shape of the code.
 HINT_LEVELS = 3
 # The fields of a track section every language shares; any other field is the adapter's to read.
-TRACK_FIELDS = ("files", "given", "run", "services", "mutants", "selftest", "hints", "coverage_floor", "catalog")
+TRACK_FIELDS = ("files", "given", "run", "services", "run_services", "mutants", "selftest", "hints", "coverage_floor", "catalog")
 # Where a catalog entry's rule is stated for the learner: a heading of the chapter's text, or a
 # symbol of a starter file that carries a docstring ("agent/provider/sse.py::EventReader.feed").
 STATED_IN = ("section", "docstring")
@@ -80,6 +80,7 @@ class Track:
     given: tuple[str, ...] = ()  # files the learner receives as they are in the reference
     run: str = ""
     services: tuple[str, ...] = ()  # what the harness starts for a run (course.services)
+    run_services: tuple[str, ...] = ()  # what `course run` starts besides: the demonstration needs it, the catalog not
     mutants: tuple[Mutant, ...] = ()
     options: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
     # The example test `start` gives the learner; its folder holds the tests `course selftest` runs.
@@ -94,6 +95,11 @@ class Track:
     coverage_floor: float = 100.0
     # The catalog entries this track runs, by name, when it has not (yet) ported all of them; empty: all.
     catalog: tuple[str, ...] = ()
+
+    @property
+    def for_demonstration(self) -> Track:
+        """The track as `course run` sees it: its services and the demonstration's own."""
+        return replace(self, services=tuple(dict.fromkeys((*self.services, *self.run_services))))
 
     def hints_for(self, entry: CatalogEntry) -> tuple[str, ...]:
         return self.hints.get(entry.name, entry.hints)
@@ -366,6 +372,7 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             given=f.strings("given", ()),
             run=f.get("run", str, ""),
             services=f.strings("services", ()),
+            run_services=f.strings("run_services", ()),
             mutants=tuple(mutants),
             options={k: v for k, v in body.items() if k not in TRACK_FIELDS},
             selftest=f.get("selftest", str, ""),

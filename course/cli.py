@@ -676,7 +676,7 @@ def run(reference: bool, language: str, timeout: float, args: tuple[str, ...]) -
     track = target.track
     if not track.run:
         raise UsageError(f"chapter {target.chapter.id} has no demonstration to run")
-    with runner.environment(track) as env:
+    with runner.environment(track.for_demonstration) as env:
         code = languages.get(track.language).run_script(track, target.code_root, track.tests / track.run,
                                                         list(args), env, timeout=timeout)
     sys.exit(code if code >= 0 else 128 - code)  # killed by a signal: the shell's convention
@@ -709,8 +709,9 @@ def fake_model(port: int, host: str, script: Path | None, quiet: bool) -> None:
 def selftest(chapter: Any, timeout: float, jobs: int | None) -> None:
     """Judge your own tests: they must pass on the reference and catch each pitfall mutant.
 
-    Your tests live in the chapter's selftest folder (`course start` writes an example there). Exit 0
-    when every one of them passes on the reference and every documented mutant fails at least one.
+    Your tests live where `course start` wrote an example: tests_mine/CHAPTER/ in Python, any
+    _test.go file of your module in Go. Exit 0 when every one of them passes on the reference and
+    every documented mutant fails at least one.
     """
     from course.selftest import run_selftest, tests_folder
 
@@ -726,14 +727,17 @@ def selftest(chapter: Any, timeout: float, jobs: int | None) -> None:
     finally:
         progress.close()
     wrong = result.wrong_expectations
-    if result.on_reference.problem:
+    if result.on_reference.problem:  # nothing ran: the problem says why, at the tests' lines
         echo(click.style("your tests could not run on the reference:", fg="red", bold=True))
-        echo("  " + result.on_reference.problem.splitlines()[0])
+        for line in result.on_reference.problem.splitlines():
+            echo("  " + line)
+        echo("\nfix this first: your tests are judged only once they run")
+        sys.exit(1)
     echo(f"on the reference: {len(result.tests) - len(wrong)} of {len(result.tests)} of your tests pass")
     for name, message in wrong:
         first = message.splitlines()[0] if message else "failed"
         echo(f"  {click.style('WRONG', fg='red', bold=True)}  {name}: expects something the reference does not do: {first}")
-    if wrong or result.on_reference.problem:
+    if wrong:
         echo("\nfix the expectations above first: the mutants are judged only by tests that pass on the reference")
         sys.exit(1)
     caught, missed = result.caught, result.missed

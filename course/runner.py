@@ -58,6 +58,15 @@ def environment(track: Track) -> Iterator[dict[str, str]]:
         yield env
 
 
+def missing_file(request: RunRequest) -> str:
+    """The first of the track's files absent from the code being checked, as the one line every
+    language says it in (a compiler would otherwise report each name the file declared), or ''."""
+    for name in request.track.files:
+        if not (request.code_root / name).is_file():
+            return f"{name} is missing; `course start` writes missing stubs again"
+    return ""
+
+
 def run(adapter: Adapter, request: RunRequest, on_case: Callable[[CaseResult], None] | None = None) -> RunOutcome:
     """Prepare the code, then run request.tests, restarting workers as needed; cases reach `on_case`
     as they finish, in the order they ran."""
@@ -66,6 +75,9 @@ def run(adapter: Adapter, request: RunRequest, on_case: Callable[[CaseResult], N
         if request.coverage:
             coverage_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="course-coverage-"))
             request = replace(request, coverage_dir=Path(coverage_dir))
+        missing = missing_file(request)
+        if missing:
+            return RunOutcome(problem=missing)
         prepared = adapter.prepare(request)
         if prepared.problem:
             return RunOutcome(problem=prepared.problem)

@@ -2,7 +2,7 @@
 
 The expression reads like pytest's: words combined with `and`, `or`, `not` and parentheses. A word
 matches a test when it is part of the test's catalog name or of its name in the track's language
-(case does not matter): `-k retry`, `-k "sse and not large"`, `-k test_seams`, `-k TestSeams`.
+(case does not matter): `-k retry`, `-k "sse and not large"`, `-k test_step_names`, `-k TestStepNames`.
 """
 
 from __future__ import annotations

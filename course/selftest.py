@@ -10,6 +10,7 @@ expectation is reported by its test and message only.
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
@@ -19,7 +20,7 @@ from course.chapters import CatalogEntry, Chapter, Mutant, Track
 from course.check import run_check
 from course.check.results import CheckResult
 from course.errors import UsageError
-from course.mutation.documented import KILLED, TIMED_OUT, MutantResult, run_mutants
+from course.mutation.documented import KILLED, TIMED_OUT, MutantResult, reference_copy, run_mutants
 
 
 @dataclass
@@ -49,9 +50,14 @@ class SelftestResult:
 
 
 def tests_folder(track: Track, root: Path) -> Path:
+    """Where the learner's own tests are in their repository `root`: the language decides (a Python
+    learner keeps them apart, a Go learner beside the code, as each language's tests go)."""
     if not track.selftest:
         raise UsageError(f"chapter {track.chapter_id} has no selftest for its {track.language} track")
-    return root / Path(track.selftest).parent
+    where = getattr(languages.get(track.language), "learner_tests_folder", None)
+    if where is None:
+        raise UsageError(f"selftest is not available for the {track.language} track yet")
+    return where(track, root)
 
 
 def run_selftest(chapter: Chapter, track: Track, root: Path, *, timeout: float, jobs: int | None = None,
@@ -71,7 +77,10 @@ def run_selftest(chapter: Chapter, track: Track, root: Path, *, timeout: float, 
     # the learner's tests stand in for the catalog: the track's list of the catalog entries it runs
     # would leave every one of them out
     track = replace(track, tests_at=folder.resolve(), catalog=())
-    on_reference = run_check(theirs, track, track.reference, timeout=timeout)
+    with tempfile.TemporaryDirectory(prefix=f"course-selftest-{chapter.id}-") as tmp:
+        # the learner's tests are code nobody has read, run where the code is (a test may write
+        # beside it): a copy of the reference, as each mutant is, never the reference itself
+        on_reference = run_check(theirs, track, reference_copy(track, Path(tmp)), timeout=timeout)
     result = SelftestResult(tests=names, on_reference=on_reference)
     if on_reference.ok and track.mutants:
         result.mutants = run_mutants(theirs, track, list(track.mutants), jobs=jobs, on_result=on_mutant,

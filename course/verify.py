@@ -84,7 +84,7 @@ def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
         problems.extend(stated_in_problems(chapter, track))  # which renders the starter too
     from course.services import SERVICES
 
-    for service in track.services:
+    for service in (*track.services, *track.run_services):
         if service not in SERVICES:
             problems.append(f"service {service!r} is unknown; the services are: {', '.join(SERVICES)}")
     if track.run and not (track.tests / track.run).is_file():

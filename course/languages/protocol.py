@@ -183,3 +183,11 @@ class Adapter(Protocol):
 
     def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str]) -> int:
         """Run one of the chapter's scripts on the code under test; its exit code."""
+
+    # `course selftest` needs the two below; a language without them says selftest is not available.
+    def learner_tests_folder(self, track: Track, root: Path) -> Path:
+        """Where a learner keeps their own tests in their repository `root` (track.selftest names the
+        example `course start` writes); run with this folder as the track's tests (Track.tests_at)."""
+
+    def learner_tests(self, folder: Path) -> list[str]:
+        """The learner's tests in `folder`, as names `test_name` turns into the language's own."""

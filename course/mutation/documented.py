@@ -83,12 +83,13 @@ def run_one(chapter: Chapter, track: Track, mutant: Mutant, timeout: float, scra
     return result
 
 
-def unmarked_copy(track: Track, into: Path) -> Path:
-    """The reference copied without its region markers: what every mutant changes (a mutant's diff
-    counts the code's lines, not the markers)."""
-    shutil.copytree(track.reference, into, ignore=shutil.ignore_patterns("__pycache__"))
-    regions.strip_files(into, track.files)
-    return into
+def reference_copy(track: Track, into: Path) -> Path:
+    """The track's reference copied into `into` (a fresh folder), without its region markers, for a
+    run that may change it or write beside it: the reference itself is only ever read."""
+    copy = into / "code"
+    shutil.copytree(track.reference, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    regions.strip_files(copy, track.files)  # a mutant's diff counts the code's lines, not the markers
+    return copy
 
 
 def _judge(chapter: Chapter, track: Track, mutant: Mutant, timeout: float, scratch: Path, origin: Path) -> MutantResult:
@@ -126,7 +127,7 @@ def run_mutants(
     # Build products of every copy (compiled files) share one scratch folder, removed at the end; so
     # does the unmarked reference each copy is made from, which adapters may build them as.
     scratch = tempfile.TemporaryDirectory(prefix=f"course-{chapter.id}-scratch-")
-    origin = unmarked_copy(track, Path(scratch.name) / "origin")
+    origin = reference_copy(track, Path(scratch.name))
     pool = ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2)
     futures = [pool.submit(run_one, chapter, track, m, timeout, Path(scratch.name), origin) for m in mutants]
     try:

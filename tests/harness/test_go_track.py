@@ -66,14 +66,14 @@ def test_start_stubs_then_reference(course, learner):
     assert "func NewEventReader(r io.Reader) *EventReader" in shown.out and "## 4. The interface" in shown.out, (
         "show must give the Go interface section to a Go learner")
 
-    course("hint", "TestSeams", cwd=learner)
-    hinted = course("hint", "TestSeams", cwd=learner)
+    course("hint", "TestCallContextDefaultTainted", cwd=learner)
+    hinted = course("hint", "TestCallContextDefaultTainted", cwd=learner)
     assert hinted.code == 0 and "CallContextFrom" in hinted.out and "current_call_context" not in hinted.out, (
         f"a Go learner's hints name Go's API: {hinted.out}")
 
     stubs = course("check", cwd=learner, timeout=900)
     assert stubs.code == 1, f"check on the stubs: exit {stubs.code}\n{stubs.out}\n{stubs.err}"
-    assert "0 passed, 17 failed" in stubs.out, f"every test must fail on the stubs:\n{stubs.out}"
+    assert "0 passed, 37 failed" in stubs.out, f"every test must fail on the stubs:\n{stubs.out}"
     assert "TODO ag01" in stubs.out and "in your code at go/agent/" in stubs.out, (
         f"a stub's panic must be shown at the learner's file:line:\n{stubs.out}")
 
@@ -84,9 +84,11 @@ def test_start_stubs_then_reference(course, learner):
     before = sorted(p.relative_to(learner).as_posix() for p in learner.rglob("*") if p.is_file())
     passed = course("check", cwd=learner, timeout=900)
     assert passed.code == 0, f"check on the reference: exit {passed.code}\n{passed.out}\n{passed.err}"
-    assert "17 passed, 0 failed" in passed.out, passed.out
+    assert "37 passed, 0 failed" in passed.out, passed.out
     after = sorted(p.relative_to(learner).as_posix() for p in learner.rglob("*") if p.is_file() and p.name != ".course.json")
-    assert not [p for p in after if p.endswith("_test.go")], f"the catalog was written into the learner's tree: {after}"
+    assert [p for p in after if p.endswith("_test.go")] == ["go/agent/provider/mine_test.go"], (
+        f"the catalog was written into the learner's tree (only the learner's own example belongs there): {after}")
+    assert "TestTwoEvents" not in passed.out, "check runs the catalog, never the learner's own tests"
     assert [p for p in before if p != ".course.json"] == after, "check changed the learner's files"
 
     diffed = course("diff", cwd=learner)
@@ -104,22 +106,35 @@ def test_compile_error_is_one_block(course, learner):
     assert "Traceback" not in ran.out + ran.err
 
 
+def test_a_missing_file_is_one_line_as_in_python(course, learner):
+    """A deleted learner file is named in one line with the way back, not as the compiler's list of
+    every name it declared."""
+    course("start", "ag01", "--language", "go", cwd=learner)
+    (learner / "go/agent/provider/sse.go").unlink()
+    ran = course("check", cwd=learner, timeout=900)
+    assert ran.code == 1, f"exit {ran.code}\n{ran.out}\n{ran.err}"
+    assert "go/agent/provider/sse.go is missing; `course start` writes missing stubs again" in ran.out, ran.out
+    assert "undefined" not in ran.out and "Traceback" not in ran.out + ran.err, ran.out
+    again = course("start", "ag01", "--language", "go", cwd=learner)
+    assert again.code == 0 and (learner / "go/agent/provider/sse.go").is_file(), again.out
+
+
 def test_panic_exit_and_hang_each_get_their_verdict(course, learner):
     """A panic, an os.Exit(0) and an endless loop in three functions: three tests fail, each with its
-    own reason, and the other fourteen still run and pass; no process is left behind."""
+    own reason, and the other thirty-four still run and pass; no process is left behind."""
     course("start", "ag01", "--language", "go", cwd=learner)
     go_reference(learner)
     types_go = learner / "go/agent/types/types.go"
-    edit(types_go, '\treturn "llm/" + strconv.Itoa(iter)\n', '\tpanic("step names are hard")\n')
+    edit(types_go, '\treturn parts[3], true\n', '\tpanic("step names are hard")\n')
     retry_go = learner / "go/agent/provider/retry.go"
     edit(retry_go, "\tif err == nil || errors.Is(err, context.Canceled)", "\tif err == nil {\n\t\tos.Exit(0)\n\t}\n\tif errors.Is(err, context.Canceled)")
     edit(retry_go, 'import (\n', 'import (\n\t"os"\n')
     edit(retry_go, "\tp = p.withDefaults()\n\tvar apiErr", "\tp = p.withDefaults()\n\tfor n == 6 {\n\t}\n\tvar apiErr")
     ran = course("check", "--timeout", "3", "--json", str(learner / "results.json"), cwd=learner, timeout=900)
     assert ran.code == 1, f"exit {ran.code}\n{ran.out}\n{ran.err}"
-    assert "14 passed, 3 failed" in ran.out, ran.out
+    assert "34 passed, 3 failed" in ran.out, ran.out
     lines = {line.split()[1]: line for line in ran.out.splitlines() if line.strip().startswith(("PASS", "FAIL", "ERROR", "TIMEOUT"))}
-    assert lines["TestSeams"].strip().startswith("FAIL"), ran.out
+    assert lines["TestStepNames"].strip().startswith("FAIL"), ran.out
     assert "panic: step names are hard" in ran.out and "go/agent/types/types.go" in ran.out, ran.out
     assert lines["TestRetryableTable"].strip().startswith("FAIL"), ran.out
     assert "os.Exit(0)" in ran.out, ran.out

@@ -98,6 +98,35 @@ def test_watch_redraws_on_save_says_what_next_when_done_and_quits_on_q(course, l
     assert "[passed]" in listed.out, "what watch saw is recorded as progress"
 
 
+def test_each_save_shows_the_verdict_of_the_file_as_saved(course, learner: Path) -> None:
+    """Saves one after the other, each run on the worker kept ready since the one before: broken,
+    fixed, broken again, with the same bytes as the first time."""
+    assert course("start", CHAPTER, cwd=learner).code == 0
+    copy_reference(CHAPTER, learner)
+    retry = learner / "agent" / "provider" / "retry.py"
+    fixed = retry.read_text()
+    rule = "if attempt >= self._policy.max_attempts"
+    assert rule in fixed
+    broken = fixed.replace(rule, "if attempt > self._policy.max_attempts")  # one attempt too many
+    total = len(CATALOG)
+    screen = Screen(["watch"], learner)
+    try:
+        screen.wait_for(lambda t: "begins the next chapter" in t.rsplit(CLEAR, 1)[-1])
+        for text, verdict in ((broken, f"{total - 1} of {total} passing"), (fixed, f"{total} of {total} passing"),
+                              (broken, f"{total - 1} of {total} passing")):
+            shown = screen.screens()
+            retry.write_text(text)
+            screen.wait_for(lambda t, shown=shown: t.count(CLEAR) > shown and (
+                "hint: " in t.rsplit(CLEAR, 1)[-1] or "begins the next chapter" in t.rsplit(CLEAR, 1)[-1]))
+            assert verdict in screen.last(), f"want {verdict!r}:\n{screen.last()}"
+            if text is broken:
+                assert "FAIL    test_retry_gives_up_at_max_attempts" in screen.last(), screen.last()
+        screen.press("q")
+        assert screen.process.wait(timeout=60) == 0
+    finally:
+        screen.close()
+
+
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc to find the processes")
 @pytest.mark.parametrize("how", ["q", "SIGHUP", "SIGKILL"])
 def test_the_worker_kept_ready_for_the_next_save_ends_with_watch(course, learner: Path, how: str) -> None:

@@ -248,3 +248,22 @@ def test_a_conftest_that_imports_the_learner_or_reads_the_environment_is_loaded_
         tests.mkdir(parents=True)
         (tests / "conftest.py").write_text(text)
         assert imports.conftests_self_contained(tests, files) is ahead, text
+
+
+def test_a_worker_set_up_before_the_catalog_changed_is_not_used(syn_chapter, tmp_path: Path) -> None:
+    """An instructor editing the catalog while watching: the conftest and helpers a kept worker
+    loaded may be old, so the next run starts a new worker."""
+    from course import languages
+
+    chapter, track, learner = syn_chapter
+    adapter = languages.get("python")
+    with adapter.standby():
+        assert check(chapter, track, learner, tmp_path / "build").ok
+        ready_spare(adapter)
+        conftest = track.tests / "conftest.py"
+        conftest.write_text("import pytest\n\n\n@pytest.fixture\ndef unused():\n    return 1\n")
+        assert check(chapter, track, learner, tmp_path / "build").ok
+        assert adapter._standby.handed == 0, "the worker set up before the change was not used"
+        ready_spare(adapter)
+        assert check(chapter, track, learner, tmp_path / "build").ok
+        assert adapter._standby.handed == 1, "the one set up after it was"

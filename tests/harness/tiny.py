@@ -36,27 +36,59 @@ def tiny_chapter(root: Path, *, tests: str, reference: str, starter: str = START
     `tests` becomes a catalog entry, in file order. `selftest`, when given, is the example of the
     learner's own tests that `start` writes (as tests_mine/tiny/test_mine.py)."""
     names = re.findall(r"^def test_(\w+)\(", textwrap.dedent(tests), flags=re.M)
-    catalog = [{"name": name, "kind": "unit", "checks": f"{name} works", "why": "a harness test needs it",
-                "stated_in": stated_in if stated_in is not None else [{"section": "Rules"}],
-                "hints": [f"{name}: the idea", f"{name}: the rule, in Rules", f"{name}: the shape of the code"]}
-               for name in names]
-    manifest = {
-        "format_version": 1, "id": CHAPTER, "title": "Tiny", "order": 99,
-        "pitfalls": pitfalls or [{"id": 1, "title": "a wrong sum"}],
-        "catalog": catalog,
-        # like the real chapters' tracks, it lists the catalog entries it runs
-        "tracks": {"python": {"files": ["calc.py"], "modules": ["calc"], "catalog": names, "mutants": mutants or [],
-                              **({"selftest": f"tests_mine/{CHAPTER}/test_mine.py"} if selftest else {})}},
-    }
-    files = {
-        f"chapters/{CHAPTER}/chapter.yaml": yaml.safe_dump(manifest, sort_keys=False),
+    track = {"files": ["calc.py"], "modules": ["calc"], "catalog": names, "mutants": mutants or [],
+             **({"selftest": f"tests_mine/{CHAPTER}/test_mine.py"} if selftest else {})}
+    return _write(root, names, {"python": track}, pitfalls=pitfalls, stated_in=stated_in, files={
         f"chapters/{CHAPTER}/text.md": text,
         f"starter/python/{CHAPTER}/calc.py": starter,
         f"reference/python/{CHAPTER}/calc.py": textwrap.dedent(reference),
         f"tests/python/{CHAPTER}/test_tiny.py": "import calc\n\n" + textwrap.dedent(tests),
         **({f"starter/python/{CHAPTER}/tests_mine/{CHAPTER}/test_mine.py": textwrap.dedent(selftest)} if selftest else {}),
-    }
-    for name, body in files.items():
+    })
+
+
+GO_STARTER = """\
+// Package calc adds numbers.
+package calc
+
+// Add returns the sum of a and b.
+func Add(a, b int) int {
+	panic("TODO tiny: Add")
+}
+"""
+
+
+def tiny_go_chapter(root: Path, *, tests: str, reference: str, starter: str = GO_STARTER,
+                    mutants: list[dict] | None = None, pitfalls: list[dict] | None = None,
+                    selftest: str = "") -> Path:
+    """The tiny chapter with a Go track only: module `tiny` in go/, package calc (go/calc/calc.go).
+    `tests` is the catalog's calc_test.go (each TestX function an entry x, in file order), `reference`
+    the reference calc.go; `selftest`, when given, the example `start` writes as go/calc/mine_test.go."""
+    names = [re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+             for name in re.findall(r"^func Test(\w+)\(", tests, flags=re.M)]
+    track = {"files": ["go/go.mod", "go/calc/calc.go"], "given": ["go/go.mod"], "catalog": names,
+             "mutants": mutants or [], **({"selftest": "go/calc/mine_test.go"} if selftest else {})}
+    return _write(root, names, {"go": track}, pitfalls=pitfalls, files={
+        f"chapters/{CHAPTER}/text.md": TEXT,
+        f"starter/go/{CHAPTER}/go/calc/calc.go": starter,
+        f"reference/go/{CHAPTER}/go/go.mod": "module tiny\n\ngo 1.22\n",
+        f"reference/go/{CHAPTER}/go/calc/calc.go": reference,
+        f"tests/go/{CHAPTER}/calc/calc_test.go": tests,
+        **({f"starter/go/{CHAPTER}/go/calc/mine_test.go": selftest} if selftest else {}),
+    })
+
+
+def _write(root: Path, names: list[str], tracks: dict, *, files: dict[str, str], pitfalls: list[dict] | None,
+           stated_in: list[dict] | None = None) -> Path:
+    """The manifest (a catalog entry per name; like the real chapters' tracks, each track lists the
+    entries it runs) and the chapter's files, under `root`."""
+    catalog = [{"name": name, "kind": "unit", "checks": f"{name} works", "why": "a harness test needs it",
+                "stated_in": stated_in if stated_in is not None else [{"section": "Rules"}],
+                "hints": [f"{name}: the idea", f"{name}: the rule, in Rules", f"{name}: the shape of the code"]}
+               for name in names]
+    manifest = {"format_version": 1, "id": CHAPTER, "title": "Tiny", "order": 99,
+                "pitfalls": pitfalls or [{"id": 1, "title": "a wrong sum"}], "catalog": catalog, "tracks": tracks}
+    for name, body in {f"chapters/{CHAPTER}/chapter.yaml": yaml.safe_dump(manifest, sort_keys=False), **files}.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(body, encoding="utf-8")
     (root / "fixtures").mkdir(exist_ok=True)

@@ -1,6 +1,6 @@
 """Benchmark: `course watch`, from a save to the new verdict on screen, beside a plain `course check`.
 
-    python tooling/bench/watch.py [--runs N] [--poll]
+    python tooling/bench/watch.py [--runs N] [--poll] [--against OTHER_CHECKOUT]
 
 A learner repository with ag01 passing (the reference) is watched; each round appends a comment to
 agent/provider/sse.py and times how long the new screen takes to appear, whole (the verdict line
@@ -14,7 +14,8 @@ The time is then taken apart:
 - noticing alone: the watcher `course watch` uses, with its settings, timed from a write to the
   moment it reports the save (no run);
 - the start cost of a run: from the run's start to its first case, less that case's own time, in
-  this process, with a worker kept ready ahead (as watch does) and with a new one (as check does).
+  this process, with the worker watch keeps ready, with one forked from a process that has the
+  harness and pytest imported (watch before it kept one ready), and with a new one (as check).
 """
 
 from __future__ import annotations
@@ -46,9 +47,11 @@ def course(*args: str) -> list[str]:
 
 
 class Watch:
-    def __init__(self, root: Path, poll: bool) -> None:
-        self.process = subprocess.Popen(course("watch", *(["--poll"] if poll else [])), cwd=root, env=ENV,
+    def __init__(self, root: Path, poll: bool, harness: Path = REPO) -> None:
+        env = {**ENV, "PYTHONPATH": str(harness)}
+        self.process = subprocess.Popen(course("watch", *(["--poll"] if poll else [])), cwd=root, env=env,
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.root = root
         self.buffer = b""
         self.seen = 0
 
@@ -81,6 +84,16 @@ def spread(values: list[float]) -> str:
     return f"median {statistics.median(ms):6.0f} ms  (min {ms[0]:.0f}, max {ms[-1]:.0f}, n={len(ms)})"
 
 
+def learner_repository(root: Path) -> Path:
+    """A learner's repository with the chapter started and the reference's code in it."""
+    root.mkdir()
+    (root / ".git").mkdir()
+    subprocess.run(course("start", CHAPTER), cwd=root, env=ENV, check=True, stdout=subprocess.DEVNULL)
+    shutil.copytree(REPO / "reference" / "python" / CHAPTER, root, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
 def noticing(root: Path, saved: Path, rounds: int) -> list[float]:
     """From a write to the moment the watcher course watch uses reports it."""
     sys.path.insert(0, str(REPO))
@@ -102,12 +115,16 @@ def noticing(root: Path, saved: Path, rounds: int) -> list[float]:
     return times
 
 
-def start_costs(root: Path, rounds: int) -> tuple[list[float], list[float]]:
-    """A run's start cost (to its first case, less the case's own time), warm and new, in this process."""
+def start_costs(root: Path, rounds: int) -> dict[str, list[float]]:
+    """A run's start cost (to its first case, less the case's own time), in this process: a new
+    worker forked from a process that has imported nothing (as `course check` does), one forked
+    from a process that has imported the harness and pytest (as watch did before it kept a worker
+    ready), and the worker kept ready (watch now)."""
     sys.path.insert(0, str(REPO))
     from course import chapters, languages, rundir, runner
     from course.check import default_build_dir
     from course.languages.protocol import RunRequest
+    from course.languages.python import launch
 
     rundir.enter()
     chapter = chapters.get(CHAPTER)
@@ -117,6 +134,7 @@ def start_costs(root: Path, rounds: int) -> tuple[list[float], list[float]]:
                          timeout=5.0, build_dir=default_build_dir())
 
     def once() -> float:
+        time.sleep(0.3)  # the previous worker is gone; the one kept ready has set itself up
         started = time.perf_counter()
         first: list[float] = []
 
@@ -127,57 +145,63 @@ def start_costs(root: Path, rounds: int) -> tuple[list[float], list[float]]:
         runner.run(adapter, request, on_case=on_case)
         return first[0]
 
-    new = []
-    for _ in range(rounds):
-        new.append(once())
-        time.sleep(0.3)
-    warm = []
+    costs = {"new": [once() for _ in range(rounds)]}
+    launch.warm()
+    costs["forked"] = [once() for _ in range(rounds)]
     with adapter.standby():
         once()  # the first run of a watch starts a worker as check does; the next ones find it ready
-        for _ in range(rounds):
-            time.sleep(0.3)
-            warm.append(once())
-    return warm, new
+        costs["ready"] = [once() for _ in range(rounds)]
+    return costs
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--poll", action="store_true", help="watch by polling instead of OS notifications")
+    parser.add_argument("--against", type=Path, metavar="DIR",
+                        help="another checkout of the harness (an earlier commit): its watch is timed in the same rounds")
     options = parser.parse_args()
 
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="course-bench-watch-") as tmp:
-        root = Path(tmp) / "learner"
-        root.mkdir()
-        (root / ".git").mkdir()
-        subprocess.run(course("start", CHAPTER), cwd=root, env=ENV, check=True, stdout=subprocess.DEVNULL)
-        shutil.copytree(REPO / "reference" / "python" / CHAPTER, root, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        root = learner_repository(Path(tmp) / "learner")
         saved = root / "agent" / "provider" / "sse.py"
         original = saved.read_text()
         watch = Watch(root, options.poll)
+        other = Watch(learner_repository(Path(tmp) / "other"), options.poll, options.against) if options.against else None
         save_to_verdict: list[float] = []
         run_shown: list[float] = []
         plain_check: list[float] = []
+        other_save_to_verdict: list[float] = []
         try:
             watch.next_verdict()  # the first run, before any save
+            if other:
+                other.next_verdict()
             for i in range(options.runs):
-                time.sleep(0.4)  # the previous round's bookkeeping (state file) is done
-                started = time.perf_counter()
-                saved.write_text(original + f"\n# edit {i}\n")
-                arrived, shown = watch.next_verdict()
-                save_to_verdict.append(arrived - started)
-                run_shown.append(shown)
+                for which in ((watch, other) if i % 2 else (other, watch)):
+                    if which is None:
+                        continue
+                    time.sleep(0.6)  # the previous round's bookkeeping (state file, the next worker) is done
+                    file = which.root / "agent" / "provider" / "sse.py"
+                    started = time.perf_counter()
+                    file.write_text(original + f"\n# edit {i}\n")
+                    arrived, shown = which.next_verdict()
+                    if which is watch:
+                        save_to_verdict.append(arrived - started)
+                        run_shown.append(shown)
+                    else:
+                        other_save_to_verdict.append(arrived - started)
                 started = time.perf_counter()
                 subprocess.run(course("check"), cwd=root, env=ENV, stdout=subprocess.DEVNULL, check=False)
                 plain_check.append(time.perf_counter() - started)
                 watch.seen = len(list(VERDICT.finditer(watch.buffer)))  # a check's save is not a verdict to time
         finally:
             watch.close()
+            if other:
+                other.close()
         saved.write_text(original)
         notice = [] if options.poll else noticing(root, saved, options.runs)
-        warm, new = start_costs(root, max(3, options.runs // 2))
+        starts = start_costs(root, max(3, options.runs // 2))
     load_after = os.getloadavg()
 
     how = "polling" if options.poll else "notifications"
@@ -187,11 +211,15 @@ def main() -> None:
     print(f"  course watch ({how}), save to screen: {spread(save_to_verdict)}")
     print(f"    the catalog run (on screen):         {spread(run_shown)}")
     print(f"    the rest (notice the save, draw):    {spread(rest)}")
+    if other_save_to_verdict:
+        print(f"  course watch of {options.against}: {spread(other_save_to_verdict)}")
     print(f"  course check (a new process):         {spread(plain_check)}")
     if notice:
         print(f"  noticing a save alone (no run):       {spread(notice)}")
-    print(f"  a run's start, worker kept ready:     {spread(warm)}")
-    print(f"  a run's start, new worker:            {spread(new)}")
+    print("  a run's start (to its first case), in-process:")
+    print(f"    worker kept ready (watch):          {spread(starts['ready'])}")
+    print(f"    forked from a warm harness:         {spread(starts['forked'])}")
+    print(f"    new worker (as check starts one):   {spread(starts['new'])}")
     met = statistics.median(save_to_verdict) < TARGET
     print(f"  target: watch under {TARGET * 1000:.0f} ms: {'met' if met else 'NOT met'}")
 

@@ -3,7 +3,8 @@ built once into a test binary, run under test2json one process per worker (see b
 
 Its manifest section needs no field of its own: the track's files include the module's go.mod, and
 the catalog folder is laid out as the module. Catalogs read COURSE_FIXTURES and COURSE_FAKE_MODEL_URL
-from the environment like every other language's.
+from the environment like every other language's. A learner's own tests (`course selftest`) are the
+_test.go files of their module, overlaid on the reference the same way and named by their functions.
 """
 
 from __future__ import annotations
@@ -11,14 +12,16 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Mapping
 
+from course import processes
 from course.chapters import Chapter, Track
 from course.check.results import FileCoverage
-from course.errors import UsageError
+from course.errors import CodeProblem, UsageError
 from course.languages.go import build, coverage, toolchain
 from course.languages.go.worker import Done, Worker
 from course.languages.protocol import Prepared, RunRequest
@@ -33,8 +36,22 @@ class GoAdapter:
     exit_call = "os.Exit"
 
     def test_name(self, entry: str) -> str:
-        """'api_error_not_retried' -> 'TestAPIErrorNotRetried'."""
+        """'api_error_not_retried' -> 'TestAPIErrorNotRetried'. A learner's own test is named by its
+        function already ('TestTwoEvents'): catalog names are lower case, so the two never meet."""
+        if entry.startswith("Test"):
+            return entry
         return "Test" + "".join(w.upper() if w in INITIALISMS else w[:1].upper() + w[1:] for w in entry.split("_"))
+
+    def learner_tests_folder(self, track: Track, root: Path) -> Path:
+        """Where a learner's own tests are: anywhere in their module, next to the code they test, as
+        any Go test is (so `go test ./...` runs them on the learner's code too). A catalog build
+        leaves them out (build.overlay)."""
+        return build.module_root(track, root)
+
+    def learner_tests(self, folder: Path) -> list[str]:
+        """The test functions of the learner's _test.go files in `folder` (their module), by their Go
+        names, in file order; `test_name` gives each back unchanged."""
+        return list(build.test_functions(folder))
 
     def prepare(self, request: RunRequest) -> Prepared:
         if request.cases:
@@ -99,12 +116,13 @@ class GoAdapter:
         return {name: source for name, (_, source) in build.test_functions(track.tests).items()}
 
     def catalog_problems(self, track: Track) -> list[str]:
-        """No go.mod among the track's files; test files gofmt would change (learners read them)."""
+        """No go.mod among the track's files; Go files of the catalog (its tests, the demonstration)
+        that gofmt would change (learners read them)."""
         problems = []
         if not any(f == "go.mod" or f.endswith("/go.mod") for f in track.files):
             problems.append("the track's files name no go.mod: the Go adapter builds the code as a module")
         gofmt = shutil.which("gofmt")
-        files = sorted(str(p) for p in track.tests.rglob("*_test.go"))
+        files = sorted(str(p) for p in track.tests.rglob("*.go"))
         if gofmt and files:
             done = subprocess.run([gofmt, "-l", *files], capture_output=True, text=True, check=False)
             problems += [f"{Path(f).name}: not gofmt-formatted" for f in done.stdout.split()]
@@ -127,4 +145,12 @@ class GoAdapter:
 
     def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str],
                    *, timeout: float) -> int:
-        raise UsageError(f"chapter {track.chapter_id}: the Go track has no demonstration to run yet")
+        """Build the chapter's program (a main package beside the catalog) into the learner's module
+        and run it there: a compile error is one problem at the learner's file:line."""
+        with tempfile.TemporaryDirectory(prefix="course-go-run-") as folder:
+            environment = toolchain.environment(dict(env))
+            binary, problem = build.build_program(track, code_root, script, Path(folder), env=environment)
+            if problem:
+                raise CodeProblem(problem)
+            return processes.run_bounded([str(binary), *args], cwd=code_root, env=environment, timeout=timeout,
+                                         what="the demonstration")

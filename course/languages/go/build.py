@@ -2,9 +2,11 @@
 one test binary per package built from both, without writing anything into the learner's tree.
 
 The catalog is laid out as the module (tests/go/<id>/agent/provider/x_test.go joins the package
-agent/provider) and reaches the compiler through `go test -overlay`. A build that fails is one
-problem block: the learner's files at their file:line, or, when only the catalog fails to compile,
-the names it could not find.
+agent/provider) and reaches the compiler through `go test -overlay`. The learner's own _test.go
+files in their module (what `course selftest` runs) are left out of a catalog build by the same
+overlay, so neither set of tests ever compiles beside the other. A build that fails is one problem
+block: the learner's files at their file:line, or, when only the tests fail to compile, the names
+they could not find.
 
 The binaries are kept between runs in the build folder (the user's cache), one place per module
 folder: `go test -c -o` leaves a binary alone when its build ID says it is up to date, so a check of
@@ -33,7 +35,8 @@ from course.languages.go import toolchain
 
 BUILD_LIMIT = 900.0  # a cold build cache compiles net/http and its tests' needs: minutes on a slow machine
 
-_TEST_FUNC = re.compile(r"^func (Test\w*)\(\w+ \*testing\.T\) \{$", re.MULTILINE)
+# a test function as go test sees one: Test, then nothing or anything but a lower-case letter
+_TEST_FUNC = re.compile(r"^func (Test(?:[^\Wa-z]\w*)?)\(\w+ \*testing\.T\) \{$", re.MULTILINE)
 _ERROR = re.compile(r"^(\S+?\.go):(\d+)(?::(\d+))?: (.*)$")
 
 
@@ -55,12 +58,22 @@ def module_root(track: Track, code_root: Path) -> Path:
     return code_root / Path(mod).parent
 
 
+def test_files(folder: Path) -> list[Path]:
+    """The _test.go files of a folder laid out as a module, in the packages go would build: not in
+    testdata, vendor, or a folder whose name starts with "." or "_" (go ignores those)."""
+    return sorted(p for p in folder.rglob("*_test.go") if p.is_file() and not any(
+        part in ("testdata", "vendor") or part.startswith((".", "_")) for part in p.relative_to(folder).parts[:-1]))
+
+
 def test_functions(tests_dir: Path) -> dict[str, tuple[str, str]]:
-    """Each test function of the catalog: name -> (its package folder in the module, its source),
-    in file order."""
+    """Each test function of a folder of tests laid out as the module (the catalog, or a learner's
+    module): name -> (its package folder in the module, its source), in file order."""
     found: dict[str, tuple[str, str]] = {}
-    for path in sorted(tests_dir.rglob("*_test.go")):
-        text = path.read_text(encoding="utf-8")
+    for path in test_files(tests_dir):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue  # a learner's file go cannot read either: the build says so, at its name
         package = path.parent.relative_to(tests_dir).as_posix()
         for match in _TEST_FUNC.finditer(text):
             end = text.find("\n}\n", match.end())
@@ -89,9 +102,9 @@ def build(track: Track, code_root: Path, tests: list[str], build_dir: Path, *, e
     with _locked(place):
         _write_if_changed(place / "module", str(module.resolve()))
         overlay = place / "overlay.json"
-        replace = {str(compiled_in / p.relative_to(track.tests)): str(p) for p in sorted(track.tests.rglob("*_test.go"))}
+        replace = overlay_of(track.tests, compiled_in)
         if origin:
-            replace.update(_changes(module, compiled_in))
+            replace = {**_changes(module, compiled_in), **replace}
         _write_if_changed(overlay, json.dumps({"Replace": replace}))
         for package in wanted:
             kept = place / (package.replace("/", "-") + ".test")
@@ -113,10 +126,10 @@ def build(track: Track, code_root: Path, tests: list[str], build_dir: Path, *, e
 
 def _changes(copy: Path, origin: Path) -> dict[str, str]:
     """Overlay entries that show origin as the copy is: its changed and added files in their places,
-    the files it lacks deleted. Only those: an unchanged file is read where it always was, so its
-    package's compiled form is found again."""
-    ours = {p.relative_to(copy): p for p in copy.rglob("*") if p.is_file()}
-    theirs = {p.relative_to(origin): p for p in origin.rglob("*") if p.is_file()}
+    the files it lacks deleted (test files are the catalog's: overlay_of). Only those: an unchanged
+    file is read where it always was, so its package's compiled form is found again."""
+    ours = {p.relative_to(copy): p for p in copy.rglob("*") if p.is_file() and not p.name.endswith("_test.go")}
+    theirs = {p.relative_to(origin): p for p in origin.rglob("*") if p.is_file() and not p.name.endswith("_test.go")}
     replace = {str(origin / name): "" for name in theirs.keys() - ours.keys()}
     for name, path in ours.items():
         if name not in theirs or path.read_bytes() != theirs[name].read_bytes():
@@ -209,11 +222,49 @@ def _write_if_changed(path: Path, text: str) -> None:
     os.replace(part, path)
 
 
-def problem(track: Track, code_root: Path, module: Path, output: str, code: int | None) -> str:
-    """The compiler's complaints as one block, at the learner's file:line."""
+def build_program(track: Track, code_root: Path, program: Path, into: Path, *, env: dict[str, str]) -> tuple[Path | None, str]:
+    """A chapter's program (the demonstration: a main package, the folder of `program` in the
+    catalog, laid out as the module) built into the learner's module through the overlay, so it
+    imports their packages as a program of theirs would; (the binary in `into`, "") or (None, the problem)."""
+    module = module_root(track, code_root)
+    if not (module / "go.mod").is_file():
+        return None, f"{_shown(code_root, module / 'go.mod')} is missing: the Go track's code is a module (`course start` writes it)"
+    package = program.parent.relative_to(track.tests)
+    sources = sorted(p for p in program.parent.glob("*.go") if not p.name.endswith("_test.go"))
+    replace = {str(module / package / p.name): str(p) for p in sources}
+    (into / "overlay.json").write_text(json.dumps({"Replace": replace}), encoding="utf-8")
+    binary = into / package.name
+    code, said = _call([toolchain.find().go, "build", "-o", str(binary), "-overlay", str(into / "overlay.json"),
+                        "./" + package.as_posix()], cwd=module, env=env)
+    if code != 0 or not binary.is_file():
+        return None, problem(track, code_root, module, said, code, ours=sources, what="the demonstration does")
+    return binary, ""
+
+
+def overlay_of(tests: Path, module: Path) -> dict[str, str]:
+    """What the build sees in place of the module's files: the test files of `tests` in their
+    packages, and no other _test.go file of the module (an empty replacement deletes a file)."""
+    replace = {str(module / p.relative_to(tests)): str(p) for p in test_files(tests)}
+    for own in test_files(module) if module.is_dir() else []:
+        replace.setdefault(str(own), "")
+    return replace
+
+
+def problem(track: Track, code_root: Path, module: Path, output: str, code: int | None, *,
+            ours: list[Path] | None = None, what: str = "the catalog's tests do") -> str:
+    """The compiler's complaints as one block, at the learner's file:line. `ours`: the course's files
+    overlaid on the module (by default the tests); `what` names them in the sentence saying they do
+    not compile."""
     if code is None:
-        return f"building the tests took longer than {BUILD_LIMIT:g} s and was stopped"
-    catalog = {p.name for p in track.tests.rglob("*_test.go")}
+        return f"the build took longer than {BUILD_LIMIT:g} s and was stopped"
+    # an overlaid file by where go may say it is: its place in the module or its own (the overlay's
+    # source) -> how to show it: its name, or for the learner's own tests (selftest) their path
+    learners = track.tests_at is not None and ours is None
+    tests = {}
+    for source in ours or test_files(track.tests):
+        relative = source.relative_to(track.tests)
+        shown = (module_root(track, Path(".")) / relative).as_posix() if learners else source.name
+        tests[module / relative] = tests[source] = shown
     yours, theirs, other = [], [], []
     for raw in output.splitlines():
         line = raw.strip()
@@ -225,19 +276,23 @@ def problem(track: Track, code_root: Path, module: Path, output: str, code: int 
             continue
         path = Path(place.group(1))
         path = path if path.is_absolute() else module / path
-        if path.name in catalog and path.parent.is_relative_to(module):
-            theirs.append(f"{path.name}:{place.group(2)}: {place.group(4)}")
+        if path in tests:
+            theirs.append(f"{tests[path]}:{place.group(2)}: {place.group(4)}")
         else:
             column = f":{place.group(3)}" if place.group(3) else ""
             yours.append(f"{_shown(code_root, path)}:{place.group(2)}{column}: {place.group(4)}")
-    if yours:
+    if learners and (theirs or yours):  # the code is the course's, so whatever fails is the tests' doing
+        head = ("your tests do not compile against the chapter's interface (a name it does not have, or "
+                "used differently):")
+        lines = theirs + yours
+    elif yours:
         head, lines = "your code does not compile:", yours
     elif theirs:
-        head = ("the catalog's tests do not compile against your code (a name missing, or declared "
-                "differently from the chapter's interface):")
+        head = (f"{what} not compile against your code (a name missing, or declared differently from "
+                "the chapter's interface):")
         lines = theirs
     else:
-        head, lines = "go could not build the tests:", other or [f"go test -c ended with exit code {code}"]
+        head, lines = "the go build failed:", other or [f"go ended with exit code {code}"]
     shown = lines[:20] + ([f"... and {len(lines) - 20} more"] if len(lines) > 20 else [])
     return "\n".join([head, *("  " + line for line in shown)])
 

@@ -106,6 +106,8 @@ class PythonAdapter:
             "pycache": str((request.build_dir / "pycache").resolve()),
             "ahead": imports.conftests_self_contained(tests_dir, tuple(track.files)),
             "preload": self._standby is not None,
+            # a worker set up ahead loaded catalog files: one made before they changed is not used
+            "catalog": imports.stamps(tests_dir),
         }
         spec = {  # this run's own
             "names": {self.test_name(name): name for name in request.tests},
@@ -169,6 +171,11 @@ class PythonAdapter:
                 if isinstance(node, ast.Assert) and node.msg is None:
                     problems.append(f"{path.name}:{node.lineno}: assert without a message")
         return problems
+
+    def learner_tests_folder(self, track: Track, root: Path) -> Path:
+        """Where a learner's own tests are: the folder of the example `course start` wrote
+        (tests_mine/<chapter>/), out of the way of the chapter's modules."""
+        return root / Path(track.selftest).parent
 
     def learner_tests(self, folder: Path) -> list[str]:
         """The tests a learner wrote in `folder` (test_*.py files, test_ functions at the top level

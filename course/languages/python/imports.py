@@ -79,10 +79,28 @@ def self_contained(path: Path, folder: Path, learner: frozenset[str], seen: froz
     return True
 
 
-@lru_cache(maxsize=None)
+def stamps(tests_dir: Path) -> list[tuple[str, int, int]]:
+    """The catalog's Python files as they are now (name, modification time in ns, size), and the
+    conftest files of the folders above it."""
+    paths = sorted(tests_dir.glob("*.py")) + [folder / "conftest.py" for folder in tests_dir.parents]
+    found = []
+    for path in paths:
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        found.append((str(path), info.st_mtime_ns, info.st_size))
+    return found
+
+
 def conftests_self_contained(tests_dir: Path, files: tuple[str, ...]) -> bool:
     """Whether pytest may be set up, conftest files loaded, before the run starts: every conftest
     pytest would load for the catalog (its folder's and its parents') is self-contained."""
+    return _conftests_self_contained(tests_dir, files, tuple(stamps(tests_dir)))
+
+
+@lru_cache(maxsize=None)
+def _conftests_self_contained(tests_dir: Path, files: tuple[str, ...], stamps: tuple) -> bool:  # noqa: ARG001
     learner = learner_packages(files)
     conftests = [folder / "conftest.py" for folder in (tests_dir, *tests_dir.parents)]
     return all(self_contained(path, path.parent, learner) for path in conftests if path.is_file())

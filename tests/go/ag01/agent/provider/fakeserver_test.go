@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -230,28 +229,10 @@ func roleThen(w http.ResponseWriter, body map[string]any, events func(body map[s
 
 // cutAfter streams the role chunk and the given events, then closes the connection in the middle
 // of the chunked body: every byte sent arrives, and then the body ends without its end.
-func cutAfter(events func(body map[string]any) []string) reply {
-	return func(w http.ResponseWriter, r *http.Request, body map[string]any, s *scriptedServer) {
-		roleThen(w, body, events)
-		conn, buf, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			return
-		}
-		buf.Flush()
-		conn.Close()
-	}
-}
+func cutAfter(events func(body map[string]any) []string) reply { return hijacked(events, closeConn) }
 
 // cutAfterText streams the role chunk and the pieces, then cuts the connection.
-func cutAfterText(pieces ...string) reply {
-	return cutAfter(func(body map[string]any) []string {
-		var out []string
-		for _, p := range pieces {
-			out = append(out, chunkEvent(body, map[string]any{"content": p}, nil))
-		}
-		return out
-	})
-}
+func cutAfterText(pieces ...string) reply { return cutAfter(textChunks(pieces...)) }
 
 // endAfter streams the role chunk and the given events, then ends the body cleanly, without [DONE]:
 // to HTTP a finished answer, to the contract a cut one.
@@ -261,21 +242,17 @@ func endAfter(events func(body map[string]any) []string) reply {
 	}
 }
 
-// resetAfterRole sends the head and the role chunk, then aborts the connection with a TCP RST.
-func resetAfterRole() reply {
+// endAfterRaw streams the role chunk, then raw as it is (an event cut short, say), then ends the
+// body cleanly.
+func endAfterRaw(raw string) reply {
 	return func(w http.ResponseWriter, r *http.Request, body map[string]any, s *scriptedServer) {
-		f := startStream(w)
-		writeEvent(w, f, chunkEvent(body, map[string]any{"role": "assistant", "content": ""}, nil))
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			return
-		}
-		if tcp, ok := conn.(*net.TCPConn); ok {
-			tcp.SetLinger(0) // close sends RST, not FIN
-		}
-		conn.Close()
+		roleThen(w, body, func(map[string]any) []string { return nil })
+		io.WriteString(w, raw)
 	}
 }
+
+// resetAfterRole sends the head and the role chunk, then aborts the connection with a TCP RST.
+func resetAfterRole() reply { return hijacked(func(map[string]any) []string { return nil }, reset) }
 
 // slowStream sends the role chunk and one text chunk, then nothing more until the client goes
 // (noted in clientGone) or duration has passed: a model thinking. A client that only stops reading,

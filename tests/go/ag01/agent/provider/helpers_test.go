@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -307,4 +308,83 @@ func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// apiChunk is the data of one chunk shaped like the real API's (id, created, model,
+// system_fingerprint, logprobs, and "usage" on every chunk); delta, finish and usage are JSON text.
+func apiChunk(delta, finish, usage string) string {
+	return `{"id":"chatcmpl-9xYz","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o-mini-2024-07-18",` +
+		`"system_fingerprint":"fp_0ba0d124f1","choices":[{"index":0,"delta":` + delta + `,"logprobs":null,"finish_reason":` + finish + `}],"usage":` + usage + `}`
+}
+
+// usageChunk is the last chunk of a request with include_usage: no choices, the usage.
+func usageChunk(usage string) string {
+	return `{"id":"chatcmpl-9xYz","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o-mini-2024-07-18","choices":[],"usage":` + usage + `}`
+}
+
+// callEntry is a delta with one tool-call fragment; id and name only when given (a call's first
+// fragment carries them, and some providers repeat them in every one).
+func callEntry(index int, id, name, arguments string) string {
+	entry := map[string]any{"index": index, "function": map[string]any{"arguments": arguments}}
+	if id != "" {
+		entry["id"], entry["type"] = id, "function"
+	}
+	if name != "" {
+		entry["function"].(map[string]any)["name"] = name
+	}
+	raw, _ := json.Marshal(map[string]any{"tool_calls": []any{entry}})
+	return string(raw)
+}
+
+// checkDecoded runs event data through one Decoder, until it says finished, and compares the deltas.
+func checkDecoded(t *testing.T, what string, events []string, want []any) {
+	t.Helper()
+	decoder := provider.NewDecoder()
+	var deltas []types.Delta
+	for _, data := range events {
+		ds, finished := decoder.Event([]byte(data))
+		deltas = append(deltas, ds...)
+		if finished {
+			break
+		}
+	}
+	if got := neutralAll(deltas); !equalJSON(got, want) {
+		t.Errorf("%s: %s\n  got:  %s\n  want: %s", what, mismatch(got, jsonValue(want).([]any)), show(got), show(want))
+	}
+}
+
+// roundTripFunc is an http.RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// pipeBody is a response body the test writes: write returns once the client has read it all, and
+// closed is closed when the client closes the body.
+type pipeBody struct {
+	r      *io.PipeReader
+	w      *io.PipeWriter
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newPipeBody() *pipeBody {
+	r, w := io.Pipe()
+	return &pipeBody{r: r, w: w, closed: make(chan struct{})}
+}
+
+func (b *pipeBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+func (b *pipeBody) Close() error {
+	b.once.Do(func() {
+		close(b.closed)
+		b.r.Close()
+	})
+	return nil
+}
+
+func (b *pipeBody) write(t *testing.T, s string) {
+	t.Helper()
+	if _, err := io.WriteString(b.w, s); err != nil {
+		t.Fatalf("writing the response body: %v", err)
+	}
 }

@@ -79,7 +79,10 @@ func Retryable(err error) bool {
 // the deltas back until the first content delta (usage may come before it), retry a failure that
 // comes before that point (an error ChatStream returns, or an ErrorDelta), and from then on pass
 // everything through, a later ErrorDelta included. MaxAttempts counts every attempt; the waits go
-// through pol.Sleep; a Retry-After longer than MaxRetryAfter is not waited for.
+// through pol.Sleep, and a wait cut short by ctx returns ctx's error; a Retry-After longer than
+// MaxRetryAfter is not waited for. A failed attempt's channel is read until it closes before the
+// wait (its producer has closed the connection by then), and once ctx is cancelled the returned
+// channel closes while the inner one is read to its end, so that no producer is left blocked.
 func WithRetry(p types.Provider, pol RetryPolicy) types.Provider {
 	// course: begin WithRetry
 	return &retrying{inner: p, pol: pol.withDefaults()}
@@ -120,26 +123,24 @@ type retrying struct {
 func (r *retrying) ChatStream(ctx context.Context, msgs []types.Message, tools []types.ToolDef, opts ...types.CallOption) (<-chan types.Delta, error) {
 	for attempt := 1; ; attempt++ {
 		ch, err := r.inner.ChatStream(ctx, msgs, tools, opts...)
-		if err != nil {
-			if !r.shouldRetry(ctx, attempt, err) {
-				return nil, err
+		var held []types.Delta
+		if err == nil {
+			held = holdUntilCommitted(ch)
+			if last, ok := lastDelta(held).(types.ErrorDelta); ok {
+				err = last.Err
 			}
-			if err := r.pol.Sleep(ctx, r.pol.Delay(attempt, err)); err != nil {
-				return nil, err
+		}
+		if err == nil || !r.shouldRetry(ctx, attempt, err) {
+			if ch == nil {
+				return nil, err // there is no stream: the failure goes back as it came
 			}
-			continue
-		}
-		held := holdUntilCommitted(ch)
-		var failure error
-		if last, ok := lastDelta(held).(types.ErrorDelta); ok {
-			failure = last.Err
-		}
-		if failure == nil || !r.shouldRetry(ctx, attempt, failure) {
 			return replay(ctx, held, ch), nil
 		}
-		// ch is closed: an ErrorDelta is the last delta of a stream
-		if err := r.pol.Sleep(ctx, r.pol.Delay(attempt, failure)); err != nil {
-			return replay(ctx, held, ch), nil // the caller gave up: it gets the failure it has
+		if ch != nil {
+			drain(ch) // its producer closes the body before the channel: the connection is gone before we wait
+		}
+		if err := r.pol.Sleep(ctx, r.pol.Delay(attempt, err)); err != nil {
+			return nil, err // the caller gave up while we waited
 		}
 	}
 }
@@ -183,6 +184,7 @@ func replay(ctx context.Context, held []types.Delta, ch <-chan types.Delta) <-ch
 	out := make(chan types.Delta)
 	go func() {
 		defer close(out)
+		defer drain(ch) // never leave the inner producer blocked on a send nobody takes
 		for _, d := range held {
 			select {
 			case out <- d:
@@ -199,6 +201,12 @@ func replay(ctx context.Context, held []types.Delta, ch <-chan types.Delta) <-ch
 		}
 	}()
 	return out
+}
+
+// drain reads ch until its producer closes it.
+func drain(ch <-chan types.Delta) {
+	for range ch {
+	}
 }
 
 // sleep waits d, or until ctx is done.

@@ -141,8 +141,12 @@ func (d *Decoder) Event(data []byte) ([]types.Delta, bool) {
 	if string(data) == "[DONE]" {
 		return append(d.closeOpenCalls(), types.DoneDelta{FinishReason: d.finish}), true
 	}
-	var c chunk
-	if err := json.Unmarshal(data, &c); err != nil {
+	var c *chunk
+	err := json.Unmarshal(data, &c)
+	if err == nil && c == nil {
+		err = fmt.Errorf("null is not a chunk")
+	}
+	if err != nil {
 		return []types.Delta{types.ErrorDelta{Err: fmt.Errorf("provider: unreadable stream event %.200q: %w", data, err)}}, true
 	}
 	if c.Error != nil {
@@ -313,11 +317,8 @@ func (er *EventReader) fill() {
 		} else {
 			copy(er.buf, er.buf[er.start:er.end])
 		}
-		er.scanned -= er.start
+		er.scanned -= er.start // er.cr is -1 here: a known CR would have been a line end
 		er.crSeen -= er.start
-		if er.cr >= 0 {
-			er.cr -= er.start
-		}
 		er.start, er.end = 0, unread
 	}
 	n, err := er.r.Read(er.buf[er.end:])
@@ -383,7 +384,11 @@ func streamError(raw json.RawMessage) *StreamError {
 		Message string `json:"message"`
 	}
 	if err := json.Unmarshal(raw, &body); err != nil {
-		return &StreamError{Message: string(raw)}
+		var text string // {"error": "upstream overloaded"}: the error is its message
+		if json.Unmarshal(raw, &text) != nil {
+			text = string(raw)
+		}
+		return &StreamError{Message: text}
 	}
 	return &StreamError{Type: body.Type, Code: codeText(body.Code), Message: body.Message}
 }
