@@ -242,6 +242,7 @@ def test_only_self_contained_catalog_files_are_loaded_before_the_run(tmp_path: P
 def test_a_conftest_that_imports_the_learner_or_reads_the_environment_is_loaded_with_the_run(tmp_path: Path) -> None:
     files = ("agent/core.py",)
     for text, ahead in (("import pytest\n", True), ("from agent import core\n", False),
+                        ("import helpers_beside_the_code\n", False),  # e.g. in the learner's repository
                         ("import os\nROOT = os.environ.get('COURSE_SCRATCH')\n", False),
                         ("pytest_plugins = ['x']\n", False)):
         tests = tmp_path / f"case{len(list(tmp_path.iterdir()))}" / "tests"
@@ -267,3 +268,32 @@ def test_a_worker_set_up_before_the_catalog_changed_is_not_used(syn_chapter, tmp
         ready_spare(adapter)
         assert check(chapter, track, learner, tmp_path / "build").ok
         assert adapter._standby.handed == 1, "the one set up after it was"
+
+
+def test_learner_files_are_cached_checked_by_content_and_written_only_when_they_change(tmp_path: Path) -> None:
+    import importlib.util
+
+    from course.languages.python import bytecode
+
+    source = tmp_path / "code" / "mod.py"
+    source.parent.mkdir()
+    source.write_text("X = 1\n")
+    cache = tmp_path / "cache"
+    bytecode.compile_checked(source, cache)
+    entry = bytecode.cache_path(cache, source)
+    data = entry.read_bytes()
+    assert data[:4] == importlib.util.MAGIC_NUMBER and int.from_bytes(data[4:8], "little") == 0b11, "checked hash"
+    assert data[8:16] == importlib.util.source_hash(source.read_bytes())
+    written = entry.stat().st_mtime_ns
+    bytecode.compile_checked(source, cache)
+    assert entry.stat().st_mtime_ns == written, "an unchanged file is not written again"
+    source.write_text("X = 2\n")
+    bytecode.compile_checked(source, cache)
+    assert entry.read_bytes()[8:16] == importlib.util.source_hash(b"X = 2\n")
+    source.write_text("def broken(:\n")
+    with pytest.raises(SyntaxError):
+        bytecode.compile_checked(source, cache)
+    (tmp_path / "blocked").write_text("a file where the cache's folder would go")
+    source.write_text("X = 3\n")
+    bytecode.compile_checked(source, tmp_path / "blocked")  # a cache that cannot be written is no error
+    assert sorted(p.name for p in entry.parent.iterdir()) == [entry.name], "no temporary file left"

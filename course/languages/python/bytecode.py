@@ -11,6 +11,7 @@ syntax check that gives a learner one line; an unchanged file is neither compile
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import marshal
 import os
@@ -48,11 +49,13 @@ def compile_checked(source_path: Path, prefix: Path | None) -> None:
         return
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=target.parent, prefix=target.name, delete=False) as out:
-            out.write(wanted + marshal.dumps(code))
-        os.replace(out.name, target)  # whole or not at all: another run may be reading it
+        descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=target.name)
     except OSError:  # a cache that cannot be written: the import compiles the file itself
-        try:
-            os.unlink(out.name)
-        except (OSError, UnboundLocalError):
-            pass
+        return
+    try:
+        with os.fdopen(descriptor, "wb") as out:
+            out.write(wanted + marshal.dumps(code))
+        os.replace(temporary, target)  # whole or not at all: another run may be reading it
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)

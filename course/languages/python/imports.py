@@ -60,10 +60,16 @@ def _reads_environment(tree: ast.Module) -> bool:
                for node in ast.walk(tree))
 
 
+# What a file imported before the run may import: nothing that could be found in the learner's
+# folder (which is off sys.path until the run starts, so importing it early would fail).
+_KNOWN = frozenset(sys.stdlib_module_names) | {"pytest", "_pytest", "pluggy", "course"}
+
+
 def self_contained(path: Path, folder: Path, learner: frozenset[str], seen: frozenset[Path] = frozenset()) -> bool:
-    """Whether a catalog file can be imported before the run: it imports nothing of the learner's
-    (directly or through the folder's other modules), does not read the environment and names no
-    pytest plugins (which could)."""
+    """Whether a catalog file can be imported before the run: it imports only the standard library,
+    pytest, the harness and the folder's other self-contained modules (never the learner's, nor a
+    module that might live beside their code), does not read the environment and names no pytest
+    plugins (which could)."""
     tree = _read(path)
     if tree is None or _reads_environment(tree):
         return False
@@ -71,10 +77,13 @@ def self_contained(path: Path, folder: Path, learner: frozenset[str], seen: froz
         return False
     for name in imported(tree):
         top = name.partition(".")[0]
+        local = folder / f"{top}.py"
         if top in learner:
             return False
-        local = folder / f"{top}.py"
-        if local.is_file() and local not in seen and not self_contained(local, folder, learner, seen | {path}):
+        if local.is_file():
+            if local not in seen and not self_contained(local, folder, learner, seen | {path}):
+                return False
+        elif top not in _KNOWN:
             return False
     return True
 
