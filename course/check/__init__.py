@@ -43,6 +43,7 @@ def run_check(
     scratch: Path | None = None,
     shuffle: int | None = None,
     coverage: bool = False,
+    origin: Path | None = None,
 ) -> CheckResult:
     """Run the catalog (the tests `select` matches, with -k's syntax, and among them those in `only`)
     on the code in code_root. `cases` chooses cases by their ids, with the same syntax; `first` runs
@@ -52,7 +53,7 @@ def run_check(
     together, so it is complete when the next begins). `scratch` is a folder for build products
     (removed by the caller); without it they go to the user's cache. `shuffle`, a seed, runs the
     cases in an order drawn from it instead (no `on_entry` then); `coverage` measures what of the
-    code the catalog executed."""
+    code the catalog executed. `origin`: code_root is a changed copy of that folder (RunRequest.origin)."""
     chapter = chapter.for_track(track)  # the entries this track runs
     # here, not at the top: the runner boundary imports course.check.results, which imports this package
     from course import languages, runner, selection
@@ -87,7 +88,7 @@ def run_check(
     started = time.perf_counter()
     request = RunRequest(track=track, code_root=code_root, tests=tuple(order), timeout=timeout,
                          build_dir=scratch or default_build_dir(), shuffle=shuffle, coverage=coverage,
-                         budget=budget, cases=cases)
+                         budget=budget, cases=cases, origin=origin)
     stopped = False
     try:
         outcome = runner.run(adapter, request, on_case=on_case)

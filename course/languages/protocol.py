@@ -49,6 +49,10 @@ class RunRequest:
     coverage_dir: Optional[Path] = None  # where workers record coverage (the runner makes it, when asked)
     budget: Optional[float] = None  # seconds for the whole run, every restart included
     cases: str = ""  # a -k style expression over case ids: the cases to run (the runner matches it)
+    # code_root is a copy of this folder with a few files changed (a documented mutant): an adapter
+    # may build it as if its files were there, to reuse what it built for the others; the catalog
+    # alone judges it (no linter's verdict)
+    origin: Optional[Path] = None
 
 
 @dataclass(frozen=True)

@@ -76,9 +76,9 @@ def _passing(chapter: Chapter, result: CheckResult) -> CheckResult:
     return result
 
 
-def run_one(chapter: Chapter, track: Track, mutant: Mutant, timeout: float, scratch: Path) -> MutantResult:
+def run_one(chapter: Chapter, track: Track, mutant: Mutant, timeout: float, scratch: Path, origin: Path) -> MutantResult:
     started = time.perf_counter()
-    result = _judge(chapter, track, mutant, timeout, scratch)
+    result = _judge(chapter, track, mutant, timeout, scratch, origin)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -92,14 +92,15 @@ def reference_copy(track: Track, into: Path) -> Path:
     return copy
 
 
-def _judge(chapter: Chapter, track: Track, mutant: Mutant, timeout: float, scratch: Path) -> MutantResult:
+def _judge(chapter: Chapter, track: Track, mutant: Mutant, timeout: float, scratch: Path, origin: Path) -> MutantResult:
     with tempfile.TemporaryDirectory(prefix=f"course-{chapter.id}-{mutant.id}-") as tmp:
-        copy = reference_copy(track, Path(tmp))
+        copy = Path(tmp) / "code"
+        shutil.copytree(origin, copy)
         try:
             apply(mutant, copy)
         except StaleMutant as exc:
             return MutantResult(mutant, STALE, detail=str(exc))
-        result = run_check(chapter, track, copy, timeout=timeout, scratch=scratch)
+        result = run_check(chapter, track, copy, timeout=timeout, scratch=scratch, origin=origin)
     failing = sorted(result.failing)
     signature = sorted(result.signature)
     if result.problem:
@@ -123,10 +124,12 @@ def run_mutants(
     `reference_result`, a catalog run on the reference the caller already has, saves running it again."""
     timeout = derived_timeout(_passing(chapter, reference_result or run_check(chapter, track, track.reference)))
     results: dict[str, MutantResult] = {}
-    # Build products of every copy (compiled files) share one scratch folder, removed at the end.
+    # Build products of every copy (compiled files) share one scratch folder, removed at the end; so
+    # does the unmarked reference each copy is made from, which adapters may build them as.
     scratch = tempfile.TemporaryDirectory(prefix=f"course-{chapter.id}-scratch-")
+    origin = reference_copy(track, Path(scratch.name))
     pool = ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2)
-    futures = [pool.submit(run_one, chapter, track, m, timeout, Path(scratch.name)) for m in mutants]
+    futures = [pool.submit(run_one, chapter, track, m, timeout, Path(scratch.name), origin) for m in mutants]
     try:
         for future in as_completed(futures):
             result = future.result()

@@ -59,7 +59,8 @@ class GoAdapter:
             raise UsageError("--case is not available in the Go track yet: choose tests with -k")
         tests = [self.test_name(n) for n in request.tests]
         built, problem = build.build(request.track, request.code_root, tests, request.build_dir,
-                                     env=self._env(request), cover=request.coverage_dir is not None)
+                                     env=self._env(request), cover=request.coverage_dir is not None,
+                                     origin=request.origin)
         return Prepared(problem=problem, artifact=built)
 
     def start(self, request: RunRequest, prepared: Prepared, skip: frozenset[str]) -> Worker | Done:
@@ -71,7 +72,9 @@ class GoAdapter:
             chosen = {t: e for t, e in names.items() if t not in done and built.packages.get(t) == package}
             if chosen:
                 cover = f"{request.coverage_dir}/cover" if request.coverage_dir else ""
-                return Worker(binary, built.module_root / package, built.module_root, request.code_root, chosen,
+                # a copy built as its origin names the origin's files in panics: shown as the copy's
+                shown = (built.compiled_in, request.origin or request.code_root)
+                return Worker(binary, built.module_root / package, *shown, chosen,
                               self._env(request), shuffle=request.shuffle, cover_profile=cover)
         return Done()
 

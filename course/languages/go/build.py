@@ -45,6 +45,7 @@ class Built:
     """What start() needs: a binary per package (in catalog order of their first test), the module."""
 
     module_root: Path
+    compiled_in: Path  # where the compiler saw the module's files (the paths in panics): module_root, or an origin
     binaries: dict[str, Path]  # package folder relative to the module ("agent/provider") -> test binary
     packages: dict[str, str]  # Go test name -> its package folder
     folder: tempfile.TemporaryDirectory  # holds the binaries; removed when the run lets go of it
@@ -81,12 +82,16 @@ def test_functions(tests_dir: Path) -> dict[str, tuple[str, str]]:
 
 
 def build(track: Track, code_root: Path, tests: list[str], build_dir: Path, *, env: dict[str, str],
-          cover: bool = False) -> tuple[Built | None, str]:
-    """(the binaries, "") or (None, the problem)."""
+          cover: bool = False, origin: Path | None = None) -> tuple[Built | None, str]:
+    """(the binaries, "") or (None, the problem). With `origin` (code_root is a changed copy of it),
+    the copy is compiled as if its changed files were in origin, so the packages it did not change
+    come from the build cache (the compiler records where a file is: a copy in a folder of its own
+    would compile them all again); go vet is left out, the catalog alone judges a mutant."""
     tools = toolchain.find()
     module = module_root(track, code_root)
     if not (module / "go.mod").is_file():
         return None, f"{_shown(code_root, module / 'go.mod')} is missing: the Go track's code is a module (`course start` writes it)"
+    compiled_in = module_root(track, origin) if origin else module
     functions = test_functions(track.tests)
     packages = {name: functions[name][0] for name in tests if name in functions}
     order = {name: i for i, name in enumerate(tests)}
@@ -97,20 +102,39 @@ def build(track: Track, code_root: Path, tests: list[str], build_dir: Path, *, e
     with _locked(place):
         _write_if_changed(place / "module", str(module.resolve()))
         overlay = place / "overlay.json"
-        _write_if_changed(overlay, json.dumps({"Replace": overlay_of(track.tests, module)}))
+        replace = overlay_of(track.tests, compiled_in)
+        if origin:
+            replace = {**_changes(module, compiled_in), **replace}
+        _write_if_changed(overlay, json.dumps({"Replace": replace}))
         for package in wanted:
             kept = place / (package.replace("/", "-") + ".test")
             # -s -w: no symbol table or DWARF, as plain `go test` links; panics still name file:line
             args = [tools.go, "test", "-c", "-o", str(kept), "-overlay", str(overlay), "-ldflags=-s -w"]
             if cover:
                 args += ["-cover", "-covermode=set", "-coverpkg=./..."]
-            code, said = _call([*args, "./" + package], cwd=module, env=env)
+            if origin:
+                args.append("-vet=off")
+            # go's compiler and linker are short-lived: a larger heap target saves an eighth of a build's CPU
+            code, said = _call([*args, "./" + package], cwd=compiled_in, env={"GOGC": "400", **env})
             if code != 0 or not kept.is_file():
                 folder.cleanup()
-                return None, problem(track, code_root, module, said, code)
+                return None, problem(track, code_root, compiled_in, said, code)
             binaries[package] = _own_copy(kept, Path(folder.name))
     _prune(place.parent, keep=place)
-    return Built(module, binaries, packages, folder, str(Path(folder.name) / "cover") if cover else ""), ""
+    return Built(module, compiled_in, binaries, packages, folder, str(Path(folder.name) / "cover") if cover else ""), ""
+
+
+def _changes(copy: Path, origin: Path) -> dict[str, str]:
+    """Overlay entries that show origin as the copy is: its changed and added files in their places,
+    the files it lacks deleted (test files are the catalog's: overlay_of). Only those: an unchanged
+    file is read where it always was, so its package's compiled form is found again."""
+    ours = {p.relative_to(copy): p for p in copy.rglob("*") if p.is_file() and not p.name.endswith("_test.go")}
+    theirs = {p.relative_to(origin): p for p in origin.rglob("*") if p.is_file() and not p.name.endswith("_test.go")}
+    replace = {str(origin / name): "" for name in theirs.keys() - ours.keys()}
+    for name, path in ours.items():
+        if name not in theirs or path.read_bytes() != theirs[name].read_bytes():
+            replace[str(origin / name)] = str(path)
+    return replace
 
 
 KEEP = 8  # module folders whose binaries stay in the build folder: the most recently built
