@@ -5,7 +5,8 @@
 
 cli      `course check ag01 --reference` and `course check ag02 --reference` against a bare
          `python -m pytest` of one trivial test
-         (target: median within 2x), and `course --help` (target: under 150 ms), runs interleaved.
+         (target: median within 2x), and against bare pytest running the same ag01 catalog (the
+         harness's own cost), and `course --help` (target: under 150 ms), runs interleaved.
 sse      the reference EventReader against httpx-sse's decoders (and openai-python's) on the same
          4 MB chat-completions stream read 4 KiB at a time, with short chunks (150 bytes an event)
          and with chunks shaped like the real API's (281 bytes; target: at least 2x httpx-sse on
@@ -80,11 +81,17 @@ def bench_cli(runs: int = 15) -> None:
         trivial.write_text("def test_trivial():\n    assert 1 + 1 == 2\n")
         pytest_args = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(trivial)]
         course = [PY, "-m", "course"]
+        # The same ag01 catalog run by bare pytest on the reference, plugins off: what the tests cost
+        # without the harness (no worker process, no per-test timer, no events).
+        catalog = ["env", "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", f"COURSE_FIXTURES={REPO / 'fixtures' / 'ag01'}",
+                   f"PYTHONPATH={REPO / 'reference' / 'python' / 'ag01'}{os.pathsep}{REPO}",
+                   PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--assert=plain", str(REPO / "tests" / "python" / "ag01")]
         medians = interleaved({
             "python -c pass": ([PY, "-c", "pass"], None),
             "pytest, one trivial test": (pytest_args, Path(tmp)),
             "pytest, one trivial test, no plugin autoload": (["env", "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", *pytest_args], Path(tmp)),
             "course check ag01 --reference": (course + ["check", "ag01", "--reference"], Path(tmp)),
+            "pytest, the ag01 catalog on the reference": (catalog, Path(tmp)),
             "course check ag02 --reference": (course + ["check", "ag02", "--reference"], Path(tmp)),
             "course --help": (course + ["--help"], Path(tmp)),
             "python -S -c pass": ([PY, "-S", "-c", "pass"], None),
@@ -96,6 +103,9 @@ def bench_cli(runs: int = 15) -> None:
         check = medians[f"course check {chapter} --reference"]
         for peer in ("pytest, one trivial test", "pytest, one trivial test, no plugin autoload"):
             print(f"  check {chapter} --reference / {peer}: {check / medians[peer]:.2f}x (target <= 2x)")
+    print(f"  check ag01 --reference / pytest of the same catalog: "
+          f"{medians['course check ag01 --reference'] / medians['pytest, the ag01 catalog on the reference']:.2f}x "
+          "(the harness's own cost)")
     print(f"  course --help: {medians['course --help'] * 1000:.0f} ms, {medians['course --help, python -S'] * 1000:.0f} ms "
           f"without site hooks (target < 150 ms)")
 

@@ -678,6 +678,13 @@ def test_retry_backoff_schedule(fake, sleeps):
     assert got == [0.1, 0.2, 0.3, 0.3], f"RetryPolicy(initial=0.1, max=0.3).delay(1..4): got {got}, want [0.1, 0.2, 0.3, 0.3]"
     got = [round(retry.RetryPolicy(initial=1.0, max=100.0, multiplier=3.0).delay(n), 9) for n in (1, 2, 3, 5)]
     assert got == [1.0, 3.0, 9.0, 81.0], f"RetryPolicy(initial=1, max=100, multiplier=3).delay(1, 2, 3, 5): got {got}, want [1.0, 3.0, 9.0, 81.0]"
+    # a long run of failures stays at the cap: the doubling must never overflow or wrap around
+    for n in (30, 36, 64, 100, 1100, 5000):
+        try:
+            got = defaults.delay(n)
+        except OverflowError as exc:
+            pytest.fail(f"RetryPolicy().delay({n}): raised OverflowError ({exc}), want 30.0 (the cap)", pytrace=False)
+        assert got == 30.0, f"RetryPolicy().delay({n}): got {got!r}, want 30.0 (the cap, however many failures)"
 
     fake.script(fake_model.http_error(503), fake_model.http_error(503), fake_model.text("Hel", "lo"))
     tools = [types.ToolDef("get_weather", "Current weather in a city", WEATHER_TOOL_SCHEMA)]

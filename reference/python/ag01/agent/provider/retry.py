@@ -44,7 +44,14 @@ class RetryPolicy:
         """The wait after failure `n` (1 after the first): the server's Retry-After, else exponential backoff."""
         if isinstance(error, APIError) and error.retry_after is not None:
             return error.retry_after  # the server knows when its capacity comes back
-        return min(self.max, self.initial * self.multiplier ** (n - 1))
+        # Grown one step at a time and stopped at the cap: initial * multiplier ** (n - 1) would
+        # overflow a float after about a thousand failures.
+        backoff = self.initial
+        for _ in range(n - 1):
+            if backoff >= self.max:
+                break
+            backoff *= self.multiplier
+        return min(self.max, backoff)
         # course: end RetryPolicy_delay
 
 

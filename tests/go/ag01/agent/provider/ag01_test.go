@@ -628,6 +628,12 @@ func TestRetryBackoffSchedule(t *testing.T) {
 	if want := []time.Duration{time.Second, 3 * time.Second, 9 * time.Second, 81 * time.Second}; !reflect.DeepEqual(got, want) {
 		t.Errorf("RetryPolicy{Initial: 1s, Max: 100s, Multiplier: 3}.Delay(1, 2, 3, 5): got %s, want %s", durations(got...), durations(want...))
 	}
+	// a long run of failures stays at the cap: the doubling must never overflow or wrap around
+	for _, n := range []int{30, 36, 40, 64, 100, 1100, 5000} {
+		if got := zero.Delay(n, nil); got != 30*time.Second {
+			t.Errorf("RetryPolicy{}.Delay(%d, nil): got %s, want 30s (the cap, however many failures)", n, got)
+		}
+	}
 
 	// without a Sleep of its own the policy waits with a timer (here a nanosecond), then retries
 	inner := &memProvider{streams: []memStream{{err: &provider.APIError{Status: 503}}, {deltas: []types.Delta{types.TextDelta{Text: "ok"}, types.DoneDelta{FinishReason: "stop"}}}}}
