@@ -1020,11 +1020,11 @@ func TestStalledStreamTimesOut(t *testing.T) {
 			label = "through WithRetry"
 		}
 		// Config.Client's Timeout bounds the whole exchange, the head included: on a machine too busy
-		// to get the head and the first text within 300ms, the run is tried once more with 2s, so that
+		// to get the head and the first text within 50ms, the run is tried once more with 2s, so that
 		// only a stream that stalls after its text is judged.
 		var deltas []types.Delta
 		made := 0
-		for _, limit := range []time.Duration{300 * time.Millisecond, 2 * time.Second} {
+		for _, limit := range []time.Duration{50 * time.Millisecond, 2 * time.Second} {
 			srv.script(hijacked(textChunks("a"), stallUntilGone(10*time.Second)))
 			var p types.Provider = openAI(srv.baseURL(), func(c *provider.Config) { c.Client = &http.Client{Timeout: limit} })
 			if wrapped {
@@ -1200,7 +1200,7 @@ func TestCancelStopsStream(t *testing.T) {
 	// ctx's error at once, without a second request.
 	t.Run("cancelled_during_retry_wait", func(t *testing.T) {
 		inner := &memProvider{streams: []memStream{{err: &provider.APIError{Status: 503}}, {deltas: []types.Delta{types.TextDelta{Text: "too late"}}}}}
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		begun := time.Now()
 		ch, err := provider.WithRetry(inner, provider.RetryPolicy{Initial: time.Hour, Max: time.Hour}).ChatStream(ctx, []types.Message{user("hi")}, nil)
@@ -1208,7 +1208,7 @@ func TestCancelStopsStream(t *testing.T) {
 			t.Errorf("ctx expired during an hour's wait: got channel %v and error %v, want a nil channel and context.DeadlineExceeded", ch, err)
 		}
 		if waited := time.Since(begun); waited > 10*time.Second {
-			t.Errorf("the wait went on %v after ctx expired (at 300ms): the default Sleep must end with ctx", waited)
+			t.Errorf("the wait went on %v after ctx expired (at 100ms): the default Sleep must end with ctx", waited)
 		}
 		if n := inner.callCount(); n != 1 {
 			t.Errorf("requests: got %d, want 1 (the caller gave up before the retry)", n)
