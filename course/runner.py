@@ -70,14 +70,14 @@ def missing_file(request: RunRequest) -> str:
 def run(adapter: Adapter, request: RunRequest, on_case: Callable[[CaseResult], None] | None = None) -> RunOutcome:
     """Prepare the code, then run request.tests, restarting workers as needed; cases reach `on_case`
     as they finish, in the order they ran."""
+    missing = missing_file(request)
+    if missing:  # said before any service starts or anything is built
+        return RunOutcome(problem=missing)
     with environment(request.track) as env, ExitStack() as stack:
         request = replace(request, env={**env, **request.env})
         if request.coverage:
             coverage_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="course-coverage-"))
             request = replace(request, coverage_dir=Path(coverage_dir))
-        missing = missing_file(request)
-        if missing:
-            return RunOutcome(problem=missing)
         prepared = adapter.prepare(request)
         if prepared.problem:
             return RunOutcome(problem=prepared.problem)

@@ -98,16 +98,17 @@ class PythonAdapter:
     def start(self, request: RunRequest, prepared: Prepared, skip: frozenset[str]) -> launch.Worker:
         track = request.track
         tests_dir = track.tests.resolve()
+        catalog = imports.stamps(tests_dir)
         ready = {  # the same for every run of this catalog on this code: a worker can be set up ahead
             "code_root": str(request.code_root.resolve()),
             "tests_dir": str(tests_dir),
             "files": list(track.files),
             "modules": list(self.modules(track)),
             "pycache": str((request.build_dir / "pycache").resolve()),
-            "ahead": imports.conftests_self_contained(tests_dir, tuple(track.files)),
+            "ahead": imports.conftests_self_contained(tests_dir, tuple(track.files), catalog),
             "preload": self._standby is not None,
             # a worker set up ahead loaded catalog files: one made before they changed is not used
-            "catalog": imports.stamps(tests_dir),
+            "catalog": catalog,
         }
         spec = {  # this run's own
             "names": {self.test_name(name): name for name in request.tests},

@@ -102,10 +102,15 @@ def stamps(tests_dir: Path) -> list[tuple[str, int, int]]:
     return found
 
 
-def conftests_self_contained(tests_dir: Path, files: tuple[str, ...]) -> bool:
+def conftests_self_contained(tests_dir: Path, files: tuple[str, ...],
+                             catalog_stamps: list[tuple[str, int, int]] | None = None) -> bool:
     """Whether pytest may be set up, conftest files loaded, before the run starts: every conftest
-    pytest would load for the catalog (its folder's and its parents') is self-contained."""
-    return _conftests_self_contained(tests_dir, files, tuple(stamps(tests_dir)))
+    pytest would load for the catalog (its folder's and its parents') is self-contained. The answer
+    is kept while the catalog's files are unchanged (`catalog_stamps`: `stamps(tests_dir)`, when the
+    caller has it already)."""
+    if catalog_stamps is None:
+        catalog_stamps = stamps(tests_dir)
+    return _conftests_self_contained(tests_dir, files, tuple(catalog_stamps))
 
 
 @lru_cache(maxsize=None)
