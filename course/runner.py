@@ -14,8 +14,6 @@ reads like one worker's: a test's cases are passed on once every test before it 
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import tempfile
 import time
@@ -25,7 +23,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Callable, Iterator
 
-from course import content
+from course import cache, content
 from course.chapters import Track
 from course.check.results import ERROR, SKIP, TIMEOUT, CaseResult, RunOutcome
 from course.languages.protocol import (
@@ -132,10 +130,7 @@ def _weights_file(request: RunRequest) -> Path:
 def _weights(request: RunRequest) -> dict[str, float]:
     if request.workers <= 1 or request.shuffle is not None:
         return {}
-    try:
-        data = json.loads(_weights_file(request).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+    data = cache.read_json(_weights_file(request))
     if not isinstance(data, dict):
         return {}
     return {name: float(v) for name, v in data.items() if isinstance(v, (int, float)) and v >= 0}
@@ -146,21 +141,9 @@ def _record_weights(request: RunRequest, outcome: RunOutcome) -> None:
     spent: dict[str, float] = {}
     for case in outcome.cases:
         spent[case.entry] = spent.get(case.entry, 0.0) + (request.timeout if case.status == TIMEOUT else case.duration)
-    if not spent:
-        return
-    path = _weights_file(request)
-    weights = {**_weights(replace(request, shuffle=None)), **{name: round(t, 4) for name, t in spent.items()}}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name)
-    except OSError:  # a cache that cannot be written: the next split run shares by count
-        return
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-            json.dump(weights, out, sort_keys=True)
-        os.replace(temporary, path)  # whole or not at all: another run may be reading it
-    except OSError:
-        Path(temporary).unlink(missing_ok=True)
+    if spent:
+        known = _weights(replace(request, shuffle=None))
+        cache.write_json(_weights_file(request), {**known, **{name: round(t, 4) for name, t in spent.items()}})
 
 
 class _Share:
