@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,7 +29,8 @@ class PythonAdapter:
     # A worker is forked with the harness loaded: a second one costs little next to the tests.
     splits = True
     _standby: launch.Standby | None = None  # `course watch`: workers kept ready between runs
-    _kept: launch.Kept | None = None  # one run's workers, started before its code was prepared
+    # a run's workers, started before its code was prepared: each thread's own (mutants run many at once)
+    _run = threading.local()
 
     def test_name(self, entry: str) -> str:
         return f"test_{entry}"
@@ -107,12 +109,12 @@ class PythonAdapter:
             self._standby.provide(self._ready(request), workers)
             yield
             return
-        self._kept = launch.Kept()
+        kept = self._run.kept = launch.Kept()
         try:
-            self._kept.provide(self._ready(request), workers)
+            kept.provide(self._ready(request), workers)
             yield
         finally:
-            kept, self._kept = self._kept, None
+            self._run.kept = None
             kept.close()
 
     def _ready(self, request: RunRequest) -> dict:
@@ -142,7 +144,7 @@ class PythonAdapter:
             "coverage": measure.asked(request.coverage_dir, request.code_root.resolve(), request.track.files)
             if request.coverage_dir else None,
         }
-        kept = self._standby or self._kept
+        kept = self._standby or getattr(self._run, "kept", None)
         if kept is not None:
             return kept.start(self._ready(request), spec)
         return launch.start(self._ready(request), spec)
