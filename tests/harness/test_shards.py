@@ -9,21 +9,18 @@ import contextlib
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SYN, syn_reference
+from conftest import SYN, syn_reference
 from course import runner
 from course.chapters import Track
 from course.check.results import Status
 from course.languages.protocol import CaseFinished, CaseId, CaseStarted, Collected, Ended, Finished, Problem, RunRequest
-from test_no_leftovers import marked, wait_for
+from test_no_leftovers import marked, marked_check, wait_for
 from test_watch_warm import CRASH_AND_HANG, syn_chapter  # noqa: F401 - a fixture
 
 LONG = 120.0  # seconds anything may take on a busy machine
@@ -324,13 +321,8 @@ def test_stopping_a_check_ends_both_workers_and_leaves_no_file(syn, started: Pat
     calc.write_text(calc.read_text() + HANG_EVERYWHERE)
     private = tmp_path / "tmp"
     private.mkdir()
-    marker = f"COURSE_TEST_MARKER={uuid.uuid4().hex}"
-    name, value = marker.split("=")
-    env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", "TMPDIR": str(private),
-           "COURSE_CONTENT": str(content), name: value}
-    check = subprocess.Popen([sys.executable, "-m", "course", "check", SYN, "--timeout", "60"], cwd=started, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
+    env = {"TMPDIR": str(private), "COURSE_CONTENT": str(content)}
+    with marked_check(["check", SYN, "--timeout", "60"], started, env) as (check, marker):
         workers = 2 if len(os.sched_getaffinity(0)) >= 2 else 1
         assert wait_for(lambda: len([p for p in marked(marker) if p != check.pid]) >= workers, LONG), \
             f"{workers} test processes spinning in the learner's loops"
@@ -338,12 +330,6 @@ def test_stopping_a_check_ends_both_workers_and_leaves_no_file(syn, started: Pat
         check.send_signal(how)
         assert check.wait(timeout=LONG) == 130
         assert wait_for(lambda: not marked(marker), 2.0), f"left running after {how.name}: {marked(marker)}"
-    finally:
-        if check.poll() is None:
-            check.kill()
-            check.wait()
-        for pid in marked(marker):
-            os.kill(pid, signal.SIGKILL)
     assert not list(private.iterdir()), f"left behind: {list(private.iterdir())}"
 
 
