@@ -96,9 +96,10 @@ class Worker:
 
     def __init__(self, ready: dict[str, Any], spec: dict[str, Any] | None = None) -> None:
         """Start a worker getting ready for `ready`; its run is `spec` when given, else the one go() sends."""
-        # Imported here before the fork, once, rather than by each worker after it: on two cores
-        # two workers importing pytest at once cost more than the harness importing it once, as the
-        # harness has almost nothing left to do meanwhile.
+        # What every worker needs is imported here, before the fork, once, rather than by each
+        # worker after it: the harness has almost nothing else to do meanwhile, and two workers
+        # importing pytest and its plugins at once on two cores cost twice the CPU for no less wait.
+        warm()
         from course.languages.python import worker
 
         processes.admit()
