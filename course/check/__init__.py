@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Collection
 from pathlib import Path
 from typing import Callable
 
+from course import cache
 from course.chapters import Chapter, Track
 from course.check.results import FAIL_STATUSES, CaseResult, CheckResult, EntryResult
 from course.errors import BadSelection
@@ -19,8 +19,7 @@ DEFAULT_BUDGET = 120.0
 
 def default_build_dir() -> Path:
     """Where build products go when the caller names no folder: the user's cache, kept between runs."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "course"
+    return cache.folder()
 
 
 class _StopFirst(Exception):

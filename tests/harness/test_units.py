@@ -50,3 +50,62 @@ def test_the_hint_names_a_pitfall_only_on_a_clear_match() -> None:
     # the same case failing at another assert is another check: it does not count as a match
     elsewhere = frozenset({"sse[crlf]@t.py:12 AssertionError", "sse[cr]@t.py:12 AssertionError"})
     assert name_pitfall(elsewhere, signatures, pitfall_of) is None, "a different failing assert is not the same bug"
+
+
+# ---- the parsed-manifest cache -------------------------------------------------------------------
+
+
+def _manifest(folder, text: str):  # noqa: ANN001, ANN202
+    (folder / "chapter.yaml").write_text(text, encoding="utf-8")
+    return folder / "chapter.yaml"
+
+
+def test_a_parsed_manifest_is_kept_by_content_and_read_back(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    from course.chapters import _read_manifest
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = _manifest(tmp_path, "id: x\nlist: [1, 2]\nmap: {a: b}\n")
+    first = _read_manifest(path, "x")
+    kept = list((tmp_path / "cache" / "course" / "manifests").iterdir())
+    assert first == {"id": "x", "list": [1, 2], "map": {"a": "b"}} and len(kept) == 1
+    kept[0].write_text('{"id": "from the cache"}', encoding="utf-8")  # proves the second read uses it
+    assert _read_manifest(path, "x") == {"id": "from the cache"}
+    _manifest(tmp_path, "id: y\n")  # changed bytes: parsed anew, never the old entry
+    assert _read_manifest(path, "x") == {"id": "y"}
+
+
+def test_a_manifest_json_cannot_say_is_parsed_every_time_and_a_broken_cache_is_ignored(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    import datetime
+
+    from course.chapters import _read_manifest
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = _manifest(tmp_path, "when: 2026-11-30\n1: number key\n")
+    assert _read_manifest(path, "x") == {"when": datetime.date(2026, 11, 30), 1: "number key"}
+    assert not (tmp_path / "cache" / "course" / "manifests").exists()
+    path = _manifest(tmp_path, "id: z\n")
+    _read_manifest(path, "x")
+    (kept,) = (tmp_path / "cache" / "course" / "manifests").iterdir()
+    kept.write_text("{not json", encoding="utf-8")
+    assert _read_manifest(path, "x") == {"id": "z"}
+
+
+def test_a_manifest_that_is_not_yaml_or_not_utf8_is_one_manifest_error(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    from course.chapters import _read_manifest
+    from course.errors import ManifestError
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with pytest.raises(ManifestError, match="not valid YAML"):
+        _read_manifest(_manifest(tmp_path, "a: [1\n"), "x")
+    (tmp_path / "chapter.yaml").write_bytes(b"id: \xff\n")
+    with pytest.raises(ManifestError, match="not UTF-8"):
+        _read_manifest(tmp_path / "chapter.yaml", "x")
+
+
+def test_an_unwritable_manifest_cache_only_costs_time(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    from course.chapters import _read_manifest
+
+    (tmp_path / "cache").write_text("a file where the cache folder would go", encoding="utf-8")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert _read_manifest(_manifest(tmp_path, "id: w\n"), "x") == {"id": "w"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "chapter.yaml"]  # no temporary file left

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -11,6 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from course import cache
 from course.errors import ToolMissing
 
 MINIMUM = (1, 22)
@@ -44,25 +44,19 @@ def find() -> Toolchain:
         raise ToolMissing(f"the Go track needs Go, and there is no `go` on PATH: {INSTALL}")
     # asking go costs a few hundred milliseconds a command: the answer is kept, for this go binary
     key = f"{os.path.realpath(go)}:{os.stat(go).st_mtime_ns}"
-    cache = _cache_file()
+    known = cache.read_json(_cache_file())
     try:
-        known = json.loads(cache.read_text(encoding="utf-8"))
         if known.get("key") == key and Path(known["test2json"]).is_file():
             return Toolchain(go=go, version=known["version"], test2json=known["test2json"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    except (AttributeError, KeyError, TypeError):
+        pass  # absent or not ours: ask
     found = _ask(go)
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps({"key": key, "version": found.version, "test2json": found.test2json}), encoding="utf-8")
-    except OSError:
-        pass  # a read-only home: ask again next time
+    cache.write_json(_cache_file(), {"key": key, "version": found.version, "test2json": found.test2json})
     return found
 
 
 def _cache_file() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "course" / "go-toolchain.json"
+    return cache.folder() / "go-toolchain.json"
 
 
 def _ask(go: str) -> Toolchain:

@@ -7,23 +7,25 @@ import contextlib
 import socket
 import threading
 import time
+from collections.abc import Iterable
 
 
 class PiecesReader:
-    """A binary stream that returns exactly the given pieces, one per read, then b""."""
+    """A binary stream that returns exactly the given pieces (any iterable of bytes), one per read, then b"".
 
-    def __init__(self, pieces: list[bytes]) -> None:
-        self._pieces = [p for p in pieces if p]
-        self._next = 0
+    A read that asks for fewer bytes than the next piece holds gets its start; the rest comes next.
+    """
+
+    def __init__(self, pieces: Iterable[bytes]) -> None:
+        self._pieces = filter(None, pieces)  # an empty read would mean the end
+        self._rest = b""
 
     def read(self, n: int = -1) -> bytes:
-        if self._next >= len(self._pieces):
-            return b""
-        piece = self._pieces[self._next]
+        piece = self._rest or next(self._pieces, b"")
         if n is not None and 0 <= n < len(piece):  # a reader never returns more than asked
-            self._pieces[self._next] = piece[n:]
+            self._rest = piece[n:]
             return piece[:n]
-        self._next += 1
+        self._rest = b""
         return piece
 
 

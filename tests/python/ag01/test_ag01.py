@@ -388,10 +388,13 @@ def test_recorded_streams(stream, size, chunked, request):
     name, body = stream["name"], stream["body"].encode("utf-8")
     want = stream["expected"]
     if size == "http":
-        fm = request.getfixturevalue("fake")
-        fm.script(fake_model.raw(body, piece=7))
-        deltas = list(provider(fm).chat_stream([user("hi")]))
-        how = "through OpenAIProvider (the fake model serving the recorded body)"
+        # The body in HTTP chunks of 7 bytes, sent in one write: the provider's reads of it return at most
+        # one chunk each, so its reader meets the splits of a 7-byte read, without a wake-up per chunk.
+        srv = request.getfixturevalue("server")
+        sevens = b"".join(chunk(body[i : i + 7]) for i in range(0, len(body), 7))
+        srv.script(Answer(sse_head() + sevens + b"0\r\n\r\n"))
+        deltas = list(provider(srv).chat_stream([user("hi")]))
+        how = "through OpenAIProvider (the recorded body served in HTTP chunks of 7 bytes)"
     else:
         deltas = read_body(body, size, chunked)
         how = f"read {size} byte(s) at a time"
@@ -913,33 +916,55 @@ def test_transport_faults_in_band(server, sleeps, fault, wrapped):
     assert len(server.requests) == 1, f"{fault}: got {len(server.requests)} requests, want 1"
 
 
-def test_stalled_stream_times_out(server, sleeps):
+def test_stalled_stream_times_out(server, second_server, sleeps):
     """A server that goes silent in the middle of a stream: after Config.timeout without a byte, the stream
     ends with an ErrorDelta holding a TimeoutError, directly and through with_retry (no retry).
 
-    The timeout is short (0.04 s) to keep the catalog fast. On a busy machine the text sent before the
-    stall can itself arrive later than that: a run in which no text arrived is tried once more with a
+    The timeout is short (0.04 s) to keep the catalog fast, and the two runs wait it out at the same
+    time, each against a server of its own (the direct run in a second thread): they share nothing but
+    the clock, so the test costs one timeout instead of two. On a busy machine the text sent before the
+    stall can itself arrive later than 0.04 s: a run in which no text arrived is tried once more with a
     0.5 s timeout, and that run is the one judged."""
-    for wrapped in (False, True):
-        label = "through with_retry" if wrapped else "directly"
+
+    def run(srv, wrapped: bool) -> tuple[list, int, list]:
+        """The deltas, the number of requests and the waits asked for (only the wrapped run has any)."""
         for timeout in (0.04, 0.5):
-            server.requests.clear()
-            sleeps.clear()
-            server.script(Answer(sse_head() + _text_events("a"), end="stall"))
-            p = openai.OpenAIProvider(openai.Config(base_url=server.base_url, timeout=timeout))
+            srv.requests.clear()
+            srv.script(Answer(sse_head() + _text_events("a"), end="stall"))
+            p = openai.OpenAIProvider(openai.Config(base_url=srv.base_url, timeout=timeout))
             if wrapped:
+                sleeps.clear()
                 p = retry.with_retry(p, retry.RetryPolicy(sleep=sleeps))
             deltas = list(p.chat_stream([user("hi")]))
-            last = deltas[-1] if deltas else None
             if texts(deltas):  # the text arrived before the timeout: this run is judged
                 break
+        return deltas, len(srv.requests), list(sleeps) if wrapped else []
+
+    outcome: dict[bool, object] = {}
+
+    def run_direct() -> None:
+        try:
+            outcome[False] = run(second_server, False)
+        except BaseException as error:  # noqa: BLE001 - raised again below, in the test's own thread
+            outcome[False] = error
+
+    helper = threading.Thread(target=run_direct, daemon=True)
+    helper.start()
+    outcome[True] = run(server, True)
+    helper.join()  # as long as the direct run takes: the per-test time limit still applies
+    for wrapped in (False, True):
+        label = "through with_retry" if wrapped else "directly"
+        if isinstance(outcome[wrapped], BaseException):
+            raise outcome[wrapped]
+        deltas, requests, waits = outcome[wrapped]
+        last = deltas[-1] if deltas else None
         got = [neutral(d) for d in deltas]
         assert texts(deltas) == ["a"], f"{label}: text deltas: got {texts(deltas)}, want ['a'] (all: {got})"
         assert isinstance(last, types.ErrorDelta) and isinstance(last.error, TimeoutError), (
             f"{label}: last delta: got {last!r}, want ErrorDelta(TimeoutError) (Config.timeout bounds every read)"
         )
-        assert len(server.requests) == 1 and list(sleeps) == [], (
-            f"{label}: got {len(server.requests)} requests and sleeps {list(sleeps)}, want 1 request and no "
+        assert requests == 1 and waits == [], (
+            f"{label}: got {requests} requests and sleeps {waits}, want 1 request and no "
             "sleep (a timeout after content is not retried)"
         )
 
@@ -1505,13 +1530,18 @@ def test_sse_any_reads_same_events():
             pytest.fail(property_failure(small_lines, small_points), pytrace=False)
 
 
-def test_sse_linear_time(chunked):
-    """One 20 MiB event read 1 KiB at a time is read in linear time: about 0.05 s here, where rebuilding
-    the pending text on every read (buf = buf + text) takes minutes, far beyond the test's time limit."""
-    size = 20 << 20
-    body = b"data: " + b"x" * size + b"\n\ndata: [DONE]\n\n"
-    reader = chunked(body, 1024)
-    lengths = [len(e.data) for e in sse.EventReader(reader, read_size=1024)]
+def test_sse_linear_time():
+    """One 20 MiB event read 1 KiB at a time is read in linear time: a few hundredths of a second here,
+    where rebuilding the pending text on every read (buf = buf + text) takes half a minute, far beyond
+    the test's time limit.
+
+    The reads are "data: ", then 20480 reads of the same 1 KiB block, then the blank line and [DONE]:
+    what a 20 MiB body read 1 KiB at a time gives, without first building and slicing 20 MiB here."""
+    block = b"x" * 1024
+    count = 20 * 1024
+    reads = itertools.chain([b"data: "], itertools.repeat(block, count), [b"\n\ndata: [DONE]\n\n"])
+    lengths = [len(e.data) for e in sse.EventReader(PiecesReader(reads), read_size=len(block))]
+    size = count * len(block)
     assert lengths == [size, 6], f"a 20 MiB event then [DONE], 1 KiB reads: got events of lengths {lengths}, want [{size}, 6]"
 
 
