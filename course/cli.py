@@ -359,7 +359,7 @@ def check(chapter: Any, reference: bool, select: str, case: str, stop_first: boo
     `course list` still shows the last full check.
     """
     from course import languages
-    from course.check import DEFAULT_BUDGET, DEFAULT_TIMEOUT, run_check
+    from course.check import DEFAULT_BUDGET, DEFAULT_TIMEOUT, run_check, single_run_workers
     from course.check.report import TerminalReport, junit_xml, results_json, write_json, write_junit
     from course.diagnose import diagnose
     from course.learner import fingerprint
@@ -383,7 +383,7 @@ def check(chapter: Any, reference: bool, select: str, case: str, stop_first: boo
     echo(f"{chapter.id}: {chapter.title}  ({where})")
     result = run_check(chapter, track, code_root, timeout=timeout or DEFAULT_TIMEOUT, budget=budget or DEFAULT_BUDGET,
                        select=select, cases=case, only=only, stop_first=stop_first, on_entry=report.entry,
-                       coverage=coverage)
+                       coverage=coverage, workers=single_run_workers())
     partial = only is not None or bool(select) or bool(case) or stop_first
     if repo is not None:
         _record(repo, chapter.id, result, files_before, partial=partial)
@@ -477,7 +477,7 @@ def watch(chapter: Any, timeout: float | None, budget: float | None, poll: bool)
     The tests that failed last run first.
     """
     from course import chapters, languages, watch as watching
-    from course.check import DEFAULT_BUDGET, DEFAULT_TIMEOUT, run_check
+    from course.check import DEFAULT_BUDGET, DEFAULT_TIMEOUT, run_check, single_run_workers
     from course.check.report import TerminalReport
     from course.check.results import PASS
     from course.diagnose import diagnose
@@ -495,7 +495,7 @@ def watch(chapter: Any, timeout: float | None, budget: float | None, poll: bool)
         while True:
             files_before = fingerprint(repo.root, track.files)
             result = run_check(chapter, track, repo.root, timeout=timeout or DEFAULT_TIMEOUT,
-                               budget=budget or DEFAULT_BUDGET, first=failed_first)
+                               budget=budget or DEFAULT_BUDGET, first=failed_first, workers=single_run_workers())
             failed_first = [e.entry.name for e in result.entries if e.status != PASS]
             wipe()
             echo(f"{chapter.id}: {chapter.title}  " + click.style(

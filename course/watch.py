@@ -5,7 +5,7 @@ Saves are noticed by the operating system through watchfiles; where it is not in
 --poll, by looking at the files' size and modification time a few times a second. The tests that
 failed last run first (their verdict arrives sooner); the screen lists them in catalog order.
 While the learner types, the language adapter keeps the next run ready (`Adapter.standby`: for
-Python, a worker with pytest set up and nothing of the learner's code imported), so a save costs
+Python, one worker per core the run uses, pytest set up and nothing of the learner's code imported), so a save costs
 the catalog's own time and little more.
 """
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Collection
 from pathlib import Path
@@ -15,6 +16,16 @@ from course.errors import BadSelection
 DEFAULT_TIMEOUT = 5.0
 # The whole check, however many tests time out: a learner waits at most this long for a verdict.
 DEFAULT_BUDGET = 120.0
+
+
+def single_run_workers() -> int:
+    """Workers for one check a person waits for (check, watch): two where there are two cores to
+    run them. Commands that run many checks at once (mutants, grade, selftest) keep one each."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cores = os.cpu_count() or 1
+    return 2 if cores >= 2 else 1
 
 
 def default_build_dir() -> Path:
@@ -43,6 +54,7 @@ def run_check(
     shuffle: int | None = None,
     coverage: bool = False,
     origin: Path | None = None,
+    workers: int = 1,
 ) -> CheckResult:
     """Run the catalog (the tests `select` matches, with -k's syntax, and among them those in `only`)
     on the code in code_root. `cases` chooses cases by their ids, with the same syntax; `first` runs
@@ -52,7 +64,8 @@ def run_check(
     together, so it is complete when the next begins). `scratch` is a folder for build products
     (removed by the caller); without it they go to the user's cache. `shuffle`, a seed, runs the
     cases in an order drawn from it instead (no `on_entry` then); `coverage` measures what of the
-    code the catalog executed. `origin`: code_root is a changed copy of that folder (RunRequest.origin)."""
+    code the catalog executed. `origin`: code_root is a changed copy of that folder (RunRequest.origin).
+    `workers`: how many test processes may share the run (where the language splits runs)."""
     chapter = chapter.for_track(track)  # the entries this track runs
     # here, not at the top: the runner boundary imports course.check.results, which imports this package
     from course import languages, runner, selection
@@ -87,7 +100,7 @@ def run_check(
     started = time.perf_counter()
     request = RunRequest(track=track, code_root=code_root, tests=tuple(order), timeout=timeout,
                          build_dir=scratch or default_build_dir(), shuffle=shuffle, coverage=coverage,
-                         budget=budget, cases=cases, origin=origin)
+                         budget=budget, cases=cases, origin=origin, workers=workers)
     stopped = False
     try:
         outcome = runner.run(adapter, request, on_case=on_case)

@@ -2,6 +2,7 @@
 
     course.check.run_check ──> course.runner.run(adapter, request, on_case)      shared by every language
                                  │  starts the services the track needs, fills COURSE_* in request.env
+                                 ├─> adapter.ahead(request, workers)               workers may get ready now
                                  ├─> adapter.prepare(request) -> Prepared          build or import check
                                  │     a failure is one problem, at the learner's file:line; no test runs
                                  └─> adapter.start(request, prepared, skip) -> Worker   one test process
@@ -10,6 +11,9 @@
     The runner owns the per-test deadline, kills a worker that overstays it or dies, blames the test
     it was in, and starts a fresh worker that skips every case already reported: an adapter only runs
     the named tests it is given (minus `skip`) and reports what happened, in order.
+    An adapter whose workers may run at once (`splits`) gets a run's tests shared among up to
+    request.workers workers, each test whole in one of them; the runner supervises each as above
+    and reports the cases in the run's order.
 
 What a catalog needs from the harness reaches it through the environment, the same for every
 language (request.env, given to the test process as it is):
@@ -49,6 +53,9 @@ class RunRequest:
     coverage_dir: Optional[Path] = None  # where workers record coverage (the runner makes it, when asked)
     budget: Optional[float] = None  # seconds for the whole run, every restart included
     cases: str = ""  # a -k style expression over case ids: the cases to run (the runner matches it)
+    # how many workers may run the tests at once (when the adapter splits runs): more than one for a
+    # learner's single check, one where many runs go on at once already (mutants, grading)
+    workers: int = 1
     # code_root is a copy of this folder with a few files changed (a documented mutant): an adapter
     # may build it as if its files were there, to reuse what it built for the others; the catalog
     # alone judges it (no linter's verdict)
@@ -145,10 +152,18 @@ class Worker(Protocol):
     def close(self) -> Ended:
         """Reap the worker (killing what is left of it) and free its resources."""
 
+    # Only the workers of an adapter that splits runs (several at once, waited for together):
+    def fileno(self) -> int:
+        """A descriptor that becomes readable when the worker has an event for next_event, or is gone."""
+
 
 class Adapter(Protocol):
     name: str
     exit_call: str  # how code ends the process from inside a test ("os._exit", "os.Exit"), for messages
+    # whether a run's tests may be shared among several workers running at once (its Worker has
+    # fileno()): worth it where each worker costs little next to the tests (a Python interpreter
+    # forked with pytest loaded), not where one process runs a whole catalog fast (a Go test binary)
+    splits: bool
 
     def test_name(self, entry: str) -> str:
         """The catalog entry's name in this language ('hand_example' -> 'test_hand_example')."""
@@ -164,6 +179,12 @@ class Adapter(Protocol):
 
     def start(self, request: RunRequest, prepared: Prepared, skip: frozenset[str]) -> Worker:
         """Start one process running request.tests in catalog order, minus the case keys in `skip`."""
+
+    def ahead(self, request: RunRequest, workers: int) -> ContextManager[None]:
+        """Opened by the runner before it starts the services and prepares the code, closed once the
+        run is over: while it lasts, the adapter may start `workers` workers for `request` getting
+        ready (never importing the code under test), for start() to hand out. Their run's spec
+        (environment, skip) is the one start() is given."""
 
     def standby(self) -> ContextManager[None]:
         """For a command that runs the same catalog on the same code again and again (`course

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -44,6 +46,25 @@ def wait_for(predicate, seconds: float) -> bool:  # noqa: ANN001
     return predicate()
 
 
+@contextmanager
+def marked_check(args: list[str], cwd: Path, env: dict[str, str]) -> Iterator[tuple[subprocess.Popen, str]]:
+    """`course ARGS` started with a marker in its environment, so that marked() finds it and every
+    process it starts; whatever of them is left after the block is killed."""
+    marker = f"COURSE_TEST_MARKER={uuid.uuid4().hex}"
+    name, value = marker.split("=")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", **env, name: value}
+    check = subprocess.Popen([sys.executable, "-m", "course", *args], cwd=cwd, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield check, marker
+    finally:
+        if check.poll() is None:
+            check.kill()
+            check.wait()
+        for pid in marked(marker):
+            os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc to find the processes")
 @pytest.mark.parametrize("how", [signal.SIGHUP, signal.SIGKILL], ids=["SIGHUP", "SIGKILL"])
 def test_no_process_outlives_a_check_killed_while_a_test_spins(course, learner: Path, tmp_path: Path, how) -> None:
@@ -53,30 +74,20 @@ def test_no_process_outlives_a_check_killed_while_a_test_spins(course, learner: 
     sse.write_text(sse.read_text() + LOOP_IN_READER)
     private = tmp_path / "tmp"
     private.mkdir()
-    marker = f"COURSE_TEST_MARKER={uuid.uuid4().hex}"
-    name, value = marker.split("=")
-    env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", "TMPDIR": str(private), name: value}
-    check = subprocess.Popen([sys.executable, "-m", "course", "check", "--timeout", "60"], cwd=learner, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
+    with marked_check(["check", "--timeout", "60"], learner, {"TMPDIR": str(private)}) as (check, marker):
         # the harness, and at least one test process spinning in the learner's loop
         assert wait_for(lambda: len([p for p in marked(marker) if p != check.pid]) >= 1, 60), "no worker started"
         time.sleep(0.5)
         check.send_signal(how)
         check.wait(timeout=30)
         assert wait_for(lambda: not marked(marker), 2.0), f"left running after {how.name}: {marked(marker)}"
-    finally:
-        if check.poll() is None:
-            check.kill()
-            check.wait()
-        for pid in marked(marker):
-            os.kill(pid, signal.SIGKILL)
 
     runs = [p for p in private.iterdir() if p.name.startswith("course-")]
     if how == signal.SIGHUP:
         assert not runs, f"a check stopped by SIGHUP cleans its temporary files: {runs}"
     else:
         assert runs, "a SIGKILLed run cannot clean up; its folder is what the next run must remove"
+        env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", "TMPDIR": str(private)}
         again = subprocess.run([sys.executable, "-m", "course", "list"], cwd=learner, env=env,
                                capture_output=True, text=True, timeout=120)
         assert again.returncode == 0, again.stderr

@@ -7,6 +7,7 @@ deadline is stopped; cases already reported are skipped by the next worker; a Pr
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,6 +67,10 @@ class ScriptedAdapter:
     name: str = "scripted"
     exit_call: str = "exit()"
     skips: list = field(default_factory=list)
+    splits: bool = False
+
+    def ahead(self, request: RunRequest, workers: int):  # noqa: ANN201
+        return contextlib.nullcontext()
 
     def prepare(self, request: RunRequest) -> Prepared:
         return Prepared(problem=self.problem)

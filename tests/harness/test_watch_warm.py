@@ -48,8 +48,8 @@ def check(chapter, track, root: Path, build: Path, **options):  # noqa: ANN001, 
 
 def ready_spare(adapter):  # noqa: ANN001, ANN201
     """The worker kept ready, once it has set itself up and waits for its run."""
-    spare = adapter._standby.spare
-    assert spare is not None, "a worker is kept ready after a run"
+    assert adapter._standby.spares, "a worker is kept ready after a run"
+    spare = adapter._standby.spares[0]
     assert spare.wait_until_ready(time.monotonic() + LONG), "the worker kept ready ended before its run"
     return spare
 
@@ -81,7 +81,7 @@ def test_a_worker_kept_ready_imports_nothing_of_the_learner_and_each_run_sees_th
             assert imports_so_far() == step + 1, "the worker kept ready imported the learner's module"
             save(offset)
             result = check(chapter, track, learner, tmp_path / "build")
-            assert adapter._standby.handed == step + 1, "the run started on the worker kept ready"
+            assert adapter._standby.handed == step + 2, "the run started on the worker kept ready"
             assert imports_so_far() == step + 2, "each run imports the learner's module again"
             failing = sorted(k for k, v in statuses(result).items() if v != "pass")
             if offset:
@@ -112,13 +112,13 @@ def test_two_saves_of_the_same_length_within_a_second_each_get_their_own_verdict
     for standby in (False, True):
         with adapter.standby() if standby else _nothing():
             for text, ok in ((bad, False), (good, True), (bad, False), (good, True)):
-                if standby and adapter._standby.spare is not None:
+                if standby and adapter._standby.spares:
                     ready_spare(adapter)
                 save(text)
                 result = check(chapter, track, learner, tmp_path / "build")
                 assert result.ok is ok, f"{'warm' if standby else 'new'} worker: {statuses(result)}"
             if standby:
-                assert adapter._standby.handed == 3
+                assert adapter._standby.handed == 4, "each run started on a worker made ready before it"
 
 
 class _nothing:
@@ -260,14 +260,15 @@ def test_a_worker_set_up_before_the_catalog_changed_is_not_used(syn_chapter, tmp
     adapter = languages.get("python")
     with adapter.standby():
         assert check(chapter, track, learner, tmp_path / "build").ok
-        ready_spare(adapter)
+        old = ready_spare(adapter)
         conftest = track.tests / "conftest.py"
         conftest.write_text("import pytest\n\n\n@pytest.fixture\ndef unused():\n    return 1\n")
         assert check(chapter, track, learner, tmp_path / "build").ok
-        assert adapter._standby.handed == 0, "the worker set up before the change was not used"
-        ready_spare(adapter)
+        assert old.process.exitcode == -9, "the worker set up before the change was killed unused"
+        new = ready_spare(adapter)
+        handed = adapter._standby.handed
         assert check(chapter, track, learner, tmp_path / "build").ok
-        assert adapter._standby.handed == 1, "the one set up after it was"
+        assert adapter._standby.handed == handed + 1 and new.process.exitcode == 0, "the one set up after it was used"
 
 
 def test_learner_files_are_cached_checked_by_content_and_written_only_when_they_change(tmp_path: Path) -> None:

@@ -34,6 +34,9 @@ INITIALISMS = {"api", "ascii", "cpu", "css", "dns", "eof", "html", "http", "http
 class GoAdapter:
     name = "go"
     exit_call = "os.Exit"
+    # One test binary runs the whole catalog about as fast as a bare `go test`: a second one would
+    # cost a second process start and link for little.
+    splits = False
 
     def test_name(self, entry: str) -> str:
         """'api_error_not_retried' -> 'TestAPIErrorNotRetried'. A learner's own test is named by its
@@ -87,6 +90,11 @@ class GoAdapter:
         from course.languages.go import gremlins
 
         return gremlins.run_gremlins(chapter, track, echo=echo)
+
+    @contextmanager
+    def ahead(self, request: RunRequest, workers: int) -> Iterator[None]:
+        """Nothing to start ahead: the test binary is built by prepare."""
+        yield
 
     @contextmanager
     def standby(self) -> Iterator[None]:

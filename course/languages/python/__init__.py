@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +26,11 @@ from course.languages.python import bytecode, imports, launch, measure
 class PythonAdapter:
     name = "python"
     exit_call = "os._exit"
-    _standby: launch.Standby | None = None
+    # A worker is forked with the harness loaded: a second one costs little next to the tests.
+    splits = True
+    _standby: launch.Standby | None = None  # `course watch`: workers kept ready between runs
+    # a run's workers, started before its code was prepared: each thread's own (mutants run many at once)
+    _run = threading.local()
 
     def test_name(self, entry: str) -> str:
         return f"test_{entry}"
@@ -95,11 +100,29 @@ class PythonAdapter:
                     quiet |= set(range(first.lineno, (first.end_lineno or first.lineno) + 1))
         return quiet
 
-    def start(self, request: RunRequest, prepared: Prepared, skip: frozenset[str]) -> launch.Worker:
+    @contextmanager
+    def ahead(self, request: RunRequest, workers: int) -> Iterator[None]:
+        """Start the run's workers now: each forks, loads pytest, the catalog's conftest and helpers
+        while the harness starts the services and compiles the learner's files (see
+        course.languages.python.worker.run). Under `course watch` they are the standby's."""
+        if self._standby is not None:
+            self._standby.provide(self._ready(request), workers)
+            yield
+            return
+        kept = self._run.kept = launch.Kept()
+        try:
+            kept.provide(self._ready(request), workers)
+            yield
+        finally:
+            self._run.kept = None
+            kept.close()
+
+    def _ready(self, request: RunRequest) -> dict:
+        """What a worker gets ready for: the same for every run of this catalog on this code."""
         track = request.track
         tests_dir = track.tests.resolve()
         catalog = imports.stamps(tests_dir)
-        ready = {  # the same for every run of this catalog on this code: a worker can be set up ahead
+        return {
             "code_root": str(request.code_root.resolve()),
             "tests_dir": str(tests_dir),
             "files": list(track.files),
@@ -110,18 +133,21 @@ class PythonAdapter:
             # a worker set up ahead loaded catalog files: one made before they changed is not used
             "catalog": catalog,
         }
+
+    def start(self, request: RunRequest, prepared: Prepared, skip: frozenset[str]) -> launch.Worker:
         spec = {  # this run's own
             "names": {self.test_name(name): name for name in request.tests},
             "timeout": request.timeout,
             "skip": sorted(skip),
             "env": dict(request.env),
             "shuffle": request.shuffle,
-            "coverage": measure.asked(request.coverage_dir, request.code_root.resolve(), track.files)
+            "coverage": measure.asked(request.coverage_dir, request.code_root.resolve(), request.track.files)
             if request.coverage_dir else None,
         }
-        if self._standby is not None:
-            return self._standby.start(ready, spec)
-        return launch.start(ready, spec)
+        kept = self._standby or getattr(self._run, "kept", None)
+        if kept is not None:
+            return kept.start(self._ready(request), spec)
+        return launch.start(self._ready(request), spec)
 
     def read_coverage(self, request: RunRequest) -> dict[str, FileCoverage]:
         return measure.read(request.coverage_dir, request.code_root.resolve(), list(request.track.files))

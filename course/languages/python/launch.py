@@ -96,6 +96,9 @@ class Worker:
 
     def __init__(self, ready: dict[str, Any], spec: dict[str, Any] | None = None) -> None:
         """Start a worker getting ready for `ready`; its run is `spec` when given, else the one go() sends."""
+        # Imported here before the fork, once, rather than by each worker after it: on two cores
+        # two workers importing pytest at once cost more than the harness importing it once, as the
+        # harness has almost nothing left to do meanwhile.
         from course.languages.python import worker
 
         processes.admit()
@@ -173,6 +176,10 @@ class Worker:
         except (EOFError, ConnectionError):  # the worker is gone and its end of the pipe closed
             return None
 
+    def fileno(self) -> int:
+        """Readable when the worker has said something (or is gone): to wait for several at once."""
+        return self.events.fileno()
+
     def kill(self) -> None:
         processes.kill(self.process.pid)
 
@@ -204,37 +211,61 @@ def start(ready: dict[str, Any], spec: dict[str, Any]) -> Worker:
     return Worker(ready, spec)
 
 
-class Standby:
-    """One worker kept ready ahead of the next run (`course watch`): started, set up as far as it
-    can be without the code under test, waiting for its run. Each worker this hands out makes the
-    next one when it is closed, once its run is over, so getting ready never competes with a run."""
+class Kept:
+    """Workers started ahead of their run, getting ready (as far as they can without the code
+    under test) until start() hands them to a run made for them."""
 
     def __init__(self) -> None:
-        self.spare: Worker | None = None
+        self.spares: list[Worker] = []
         self.handed = 0  # runs that started on a worker kept ready
 
-    def start(self, ready: dict[str, Any], spec: dict[str, Any]) -> Worker:
-        """A worker running `spec`: the one kept ready when it was made for this kind of run and
-        is still there, else a new one."""
-        spare, self.spare = self.spare, None
-        if spare is not None and spare.ready == ready and spare.go(spec):
-            self.handed += 1
-        else:
-            if spare is not None:
-                spare.discard()
-            spare = start(ready, spec)
-        spare.on_close = lambda: self.refill(ready)
-        return spare
+    def provide(self, ready: dict[str, Any], count: int) -> None:
+        """At least `count` workers getting ready for `ready` (those for anything else are ended)."""
+        for spare in [s for s in self.spares if s.ready != ready]:
+            self.spares.remove(spare)
+            spare.discard()
+        while len(self.spares) < count:
+            try:
+                self.spares.append(Worker(ready))
+            except (Stopped, InternalError):  # an interrupt is ending the command: no run to get ready for
+                return
 
-    def refill(self, ready: dict[str, Any]) -> None:
-        if self.spare is not None:
-            return
-        try:
-            self.spare = Worker(ready)
-        except (Stopped, InternalError):  # an interrupt is ending the command: no next run
-            self.spare = None
+    def start(self, ready: dict[str, Any], spec: dict[str, Any]) -> Worker:
+        """A worker running `spec`: one kept ready for this kind of run when there is one still
+        alive, else a new one."""
+        while self.spares:
+            spare = self.spares.pop(0)
+            if spare.ready == ready and spare.go(spec):
+                self.handed += 1
+                return spare
+            spare.discard()
+        return start(ready, spec)
 
     def close(self) -> None:
-        spare, self.spare = self.spare, None
-        if spare is not None:
+        spares, self.spares = self.spares, []
+        for spare in spares:
             spare.discard()
+
+
+class Standby(Kept):
+    """`course watch`: workers kept ready ahead of the next run. The workers it hands out make the
+    next ones once all of them are closed, when the run is over, so getting ready never competes
+    with a run; as many as ran at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.running = 0  # handed out and not closed yet
+        self.most = 0  # the most that ran at once in the last run
+
+    def start(self, ready: dict[str, Any], spec: dict[str, Any]) -> Worker:
+        worker = super().start(ready, spec)
+        self.running += 1
+        self.most = max(self.most, self.running)
+        worker.on_close = lambda: self.closed(ready)
+        return worker
+
+    def closed(self, ready: dict[str, Any]) -> None:
+        self.running -= 1
+        if self.running == 0:
+            self.provide(ready, self.most)
+            self.most = 0
