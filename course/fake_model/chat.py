@@ -29,8 +29,7 @@ FINGERPRINT = "fp_course_fake"
 
 
 def create(request: Request, responder: Responder, state: State) -> None:
-    body = contract.parse_body(request.body)
-    contract.check_request("CreateChatCompletionRequest", body)
+    body = contract.request_body("CreateChatCompletionRequest", request.body)
     conversation.check(body["messages"])
     reply = state.next_reply() or faketool(body, state)
     play(reply, _Answer(body, state), responder, state)

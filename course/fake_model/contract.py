@@ -9,7 +9,9 @@ conversation rules (``x-course-conversation-rules``) with their wording.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import threading
 from collections import deque
 from functools import lru_cache
 from pathlib import Path
@@ -96,6 +98,28 @@ def _inline(node: Any) -> Any:
 def problems(schema_name: str, instance: Any) -> list[str]:
     """Every way ``instance`` breaks the schema, as readable lines (for tests of the fake's own output)."""
     return [f"{_path(e.absolute_path) or '(top)'}: {e.message}" for e in validator(schema_name).iter_errors(instance)]
+
+
+_VALID_KEPT = 1024
+_valid_bodies: dict[tuple[str, bytes], None] = {}  # (schema, digest of the bytes) of valid bodies, oldest first
+_valid_lock = threading.Lock()  # each connection has its thread
+
+
+def request_body(schema_name: str, raw: bytes) -> Any:
+    """The request's body as JSON, checked against the schema (see :func:`parse_body` and
+    :func:`check_request`). Clients send the same bytes again and again (a retry, a test's repeated
+    request), so bytes found valid once are remembered, by digest, and not validated again: a few
+    microseconds instead of the half millisecond a validation costs."""
+    body = parse_body(raw)
+    key = (schema_name, hashlib.blake2b(raw, digest_size=16).digest())
+    if key in _valid_bodies:
+        return body
+    check_request(schema_name, body)  # raises for an invalid body, which is never remembered
+    with _valid_lock:
+        if len(_valid_bodies) >= _VALID_KEPT:
+            _valid_bodies.pop(next(iter(_valid_bodies)))  # the oldest
+        _valid_bodies[key] = None
+    return body
 
 
 def check_request(schema_name: str, body: Any) -> None:

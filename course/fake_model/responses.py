@@ -32,8 +32,7 @@ _INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"
 
 
 def create(request: Request, responder: Responder, state: State) -> None:
-    body = contract.parse_body(request.body)
-    contract.check_request("CreateResponseRequest", body)
+    body = contract.request_body("CreateResponseRequest", request.body)
     check_input(body)
     reply = state.next_reply() or faketool(body, state)
     play(reply, body, responder, state)

@@ -140,6 +140,22 @@ def test_valid_requests_are_accepted(fm, name):
     assert status == 200, raw
 
 
+def test_a_body_sent_again_gets_the_same_verdict(fm):
+    """Bytes found valid are remembered and not validated again: that never changes a verdict."""
+    good = json.dumps(GOOD_REQUESTS["full conversation"]).encode()
+    bad = json.dumps(BAD_REQUESTS["unknown role"][0]).encode()
+    open_call = json.dumps(BAD_REQUESTS["calls left open at the end"][0]).encode()  # valid by the schema alone
+    for attempt in (1, 2):
+        assert call(fm, good)[0] == 200, f"attempt {attempt}"
+        status, _, raw = call(fm, bad)
+        assert status == 400 and json.loads(raw)["error"]["param"] == "messages[0].role", (attempt, raw)
+        status, _, raw = call(fm, open_call)  # the conversation rules are checked every time
+        assert status == 400 and json.loads(raw)["error"]["param"] == "messages.[1].role", (attempt, raw)
+    # valid for one API is not valid for another: each is judged by its own schema
+    status, _, raw = call(fm, good, path="/v1/responses")
+    assert status == 400, raw
+
+
 # ---- what the fake sends matches the contract and the real API's shapes ------------------------------------------
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-import time
 from collections.abc import Iterable
 
 
@@ -81,7 +80,7 @@ class RawServer:
         self._answers: list[Answer] = []
         self.requests: list[tuple[bytes, bytes]] = []
         self._open = 0
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()  # notified whenever a connection closes
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._conns: list[socket.socket] = []
@@ -100,12 +99,8 @@ class RawServer:
 
     def wait_all_closed(self, timeout: float = 1.0) -> bool:
         """True once the client has closed every connection (waiting up to `timeout` seconds)."""
-        deadline = time.monotonic() + timeout
-        while self.open_connections:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.002)
-        return True
+        with self._lock:
+            return self._lock.wait_for(lambda: self._open == 0, timeout)
 
     def close(self) -> None:
         self._stop.set()
@@ -151,6 +146,7 @@ class RawServer:
                     conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
                     with self._lock:
                         self._open -= 1
+                        self._lock.notify_all()
                     counted = False
                     conn.close()
                     return
@@ -168,6 +164,7 @@ class RawServer:
             if counted:
                 with self._lock:
                     self._open -= 1
+                    self._lock.notify_all()
             with contextlib.suppress(OSError):
                 conn.close()
 
