@@ -139,6 +139,7 @@ def test_panic_exit_and_hang_each_get_their_verdict(course, learner):
     assert lines["TestRetryableTable"].strip().startswith("FAIL"), ran.out
     assert "os.Exit(0)" in ran.out, ran.out
     assert lines["TestRetryBackoffSchedule"].strip().startswith("TIMEOUT"), ran.out
+    assert "longer than 3 s" in ran.out, "the worker stops a test at --timeout, not at the runner's grace after it"
     assert processes_in(learner) == [], "a test process outlived course check"
 
 

@@ -39,6 +39,14 @@ BUILD_LIMIT = 900.0  # a cold build cache compiles net/http and its tests' needs
 _TEST_FUNC = re.compile(r"^func (Test(?:[^\Wa-z]\w*)?)\(\w+ \*testing\.T\) \{$", re.MULTILINE)
 _ERROR = re.compile(r"^(\S+?\.go):(\d+)(?::(\d+))?: (.*)$")
 
+# A mutant's build (a copy built as its origin) runs beside the others', at least one per core, and
+# only the catalog judges it: no go vet; no DWARF for the packages it names (nobody debugs the binary;
+# panics and t.Errorf keep their file:line, which come from the line table); compiler, linker and go
+# itself on one thread each, so that no CPU goes to coordinating threads that would only wait for a
+# core. A fifth less CPU per build than go's defaults, measured on ag01.
+MUTANT_FLAGS = ["-vet=off", "-gcflags=-dwarf=false -c=1"]
+MUTANT_TUNING = {"GOMAXPROCS": "1", "GOGC": "800"}
+
 
 @dataclass
 class Built:
@@ -112,10 +120,12 @@ def build(track: Track, code_root: Path, tests: list[str], build_dir: Path, *, e
             args = [tools.go, "test", "-c", "-o", str(kept), "-overlay", str(overlay), "-ldflags=-s -w"]
             if cover:
                 args += ["-cover", "-covermode=set", "-coverpkg=./..."]
-            if origin:
-                args.append("-vet=off")
             # go's compiler and linker are short-lived: a larger heap target saves an eighth of a build's CPU
-            code, said = _call([*args, "./" + package], cwd=compiled_in, env={"GOGC": "400", **env})
+            tuning = {"GOGC": "400"}
+            if origin:
+                args += MUTANT_FLAGS
+                tuning = MUTANT_TUNING
+            code, said = _call([*args, "./" + package], cwd=compiled_in, env={**tuning, **env})
             if code != 0 or not kept.is_file():
                 folder.cleanup()
                 return None, problem(track, code_root, compiled_in, said, code)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from course import processes
-from course.check.results import FAIL, PASS, SKIP
+from course.check.results import FAIL, PASS, SKIP, TIMEOUT
 from course.languages.go import toolchain
 from course.languages.protocol import CaseFinished, CaseId, CaseStarted, Collected, Ended, Event, Finished
 
@@ -45,8 +45,11 @@ class _Test:
 
 class Worker:
     def __init__(self, binary: Path, package_dir: Path, module_root: Path, display_root: Path,
-                 names: dict[str, str], env: dict[str, str], *, shuffle: int | None, cover_profile: str) -> None:
+                 names: dict[str, str], env: dict[str, str], *, timeout: float, shuffle: int | None,
+                 cover_profile: str) -> None:
         self.names = names  # Go test name -> catalog name, the tests this process runs, in catalog order
+        self.timeout = timeout  # seconds a case may take
+        self.case, self.case_since = "", 0.0  # the case the runner was last told started, and when
         self.module_root, self.display_root = module_root, display_root
         self.pending: list[Event] = [Collected(tuple(CaseId(key=name, entry=entry) for name, entry in names.items()))]
         self.live: dict[str, _Test] = {}
@@ -95,10 +98,18 @@ class Worker:
         while not self.pending:
             if self.eof:
                 return None
-            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            # A Go test binary has no timeout of its own per test (its -timeout ends the whole process,
+            # as a panic), so the case's time is kept here: a hang costs the timeout, not the runner's
+            # grace on top of it.
+            case_ends = self.case_since + self.timeout if self.case else None
+            until = min((t for t in (deadline, case_ends) if t is not None), default=None)
+            wait = None if until is None else max(0.0, until - time.monotonic())
             try:
                 line = self.lines.get(timeout=wait)
             except queue.Empty:
+                if until == case_ends:
+                    self._stop_case()
+                    continue
                 raise TimeoutError from None
             if line is None:  # the binary's output ended: let its exit be seen before the held failures are told
                 self.eof = True
@@ -113,7 +124,22 @@ class Worker:
                 self.pending.extend(self._release())
                 continue
             self.pending.extend(self._translate(line))
-        return self.pending.pop(0)
+        event = self.pending.pop(0)
+        if isinstance(event, CaseStarted):
+            self.case, self.case_since = event.key, time.monotonic()
+        elif isinstance(event, CaseFinished) and event.key == self.case:
+            self.case = ""
+        return event
+
+    def _stop_case(self) -> None:
+        """The case ran out of time: the binary is stopped (the runner starts another for the tests
+        left), what it had said before is told, then the timeout; nothing after it."""
+        processes.kill(self.test.pid)
+        self.eof = True
+        self.pending.extend(self._release())
+        self.pending.append(CaseFinished(key=self.case, status=TIMEOUT, duration=self.timeout,
+                                         message=f"the test took longer than {self.timeout:g} s and was stopped "
+                                                 "(use --timeout to allow more)"))
 
     def kill(self) -> None:
         processes.kill(self.test.pid)  # its whole group: whatever a test started goes too

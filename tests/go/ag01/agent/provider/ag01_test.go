@@ -1118,8 +1118,8 @@ func TestConnectionsClosed(t *testing.T) {
 			if n := transport.open(); n != 0 {
 				t.Errorf("%d response body(ies) never closed: close the body on every path (the end of a stream, an error answer, a cancel)", n)
 			}
-			if !conns.waitAllClosed(2 * time.Second) {
-				t.Errorf("the server still saw an open connection 2 s later: the client must close what it opened")
+			if !conns.waitAllClosed(500 * time.Millisecond) {
+				t.Errorf("the server still saw an open connection 500 ms later: the client must close what it opened")
 			}
 		})
 	}
@@ -1162,13 +1162,13 @@ func TestCancelStopsStream(t *testing.T) {
 			}()
 			select {
 			case <-closed:
-			case <-time.After(2 * time.Second):
-				t.Fatal("2 s after cancel the delta channel was still open: the producer must stop and close it when ctx is done")
+			case <-time.After(500 * time.Millisecond):
+				t.Fatal("500 ms after cancel the delta channel was still open: the producer must stop and close it when ctx is done")
 			}
 			select {
 			case <-srv.clientGone:
-			case <-time.After(2 * time.Second):
-				t.Fatal("2 s after cancel the server still had its request: build the HTTP request with the caller's ctx so cancelling closes the connection")
+			case <-time.After(500 * time.Millisecond):
+				t.Fatal("500 ms after cancel the server still had its request: build the HTTP request with the caller's ctx so cancelling closes the connection")
 			}
 		})
 	}
@@ -1188,8 +1188,8 @@ func TestCancelStopsStream(t *testing.T) {
 		}
 		body.write(t, "data: "+apiChunk(`{"content":"unread"}`, "null", "null")+"\n\n") // returns once the producer has read it
 		cancel()
-		if !waitClosed(body.closed, 2*time.Second) {
-			t.Fatal("2 s after cancel the producer had not closed the response body")
+		if !waitClosed(body.closed, 500*time.Millisecond) {
+			t.Fatal("500 ms after cancel the producer had not closed the response body")
 		}
 		if d, ok := <-ch; ok {
 			t.Errorf("after cancel: got %s from the channel, want it closed with nothing more", show(neutral(d)))
@@ -1317,7 +1317,7 @@ func TestRetryWrapsAnyProvider(t *testing.T) {
 		if got := drain(t, ch, 10*time.Second); !reflect.DeepEqual(got, c.deltas) {
 			t.Errorf("an inner stream of %s: got %s, want %s as it came", c.what, show(neutralAll(got)), show(neutralAll(c.deltas)))
 		}
-		if !waitClosed(sent, 2*time.Second) {
+		if !waitClosed(sent, 250*time.Millisecond) {
 			t.Errorf("an inner stream of %s: never read to its end", c.what)
 		}
 	}
@@ -1343,8 +1343,8 @@ func TestRetryWrapsAnyProvider(t *testing.T) {
 			}
 		}
 		cancel()
-		if !waitClosed(sent, 2*time.Second) {
-			t.Errorf("cancelled %s: 2 s later the inner stream was still blocked on a send (read it to its end once ctx is done)", what)
+		if !waitClosed(sent, 250*time.Millisecond) {
+			t.Errorf("cancelled %s: 250 ms later the inner stream was still blocked on a send (read it to its end once ctx is done)", what)
 			continue
 		}
 		if d, ok := <-ch; ok {
