@@ -47,6 +47,11 @@ MUTANTS = [
      "replace": "return a - b", "caught_by": ["sum"]},
     {"id": "m2", "pitfall": 1, "description": "never returns for a = 2", "file": "go/calc/calc.go",
      "find": "return a + b", "replace": "for a == 2 {\n\t}\n\treturn a + b", "caught_by": ["sum"]},
+    {"id": "m3", "pitfall": 1, "description": "panics for a = 2", "file": "go/calc/calc.go",
+     "find": "return a + b", "replace": "if a == 2 {\n\t\tpanic(\"two\")\n\t}\n\treturn a + b", "caught_by": ["sum"]},
+    # a declaration outside any function body: no schema holds it, it is built on its own
+    {"id": "m4", "pitfall": 1, "description": "adds one, kept in a package variable", "file": "go/calc/calc.go",
+     "find": "\treturn a + b\n}\n", "replace": "\treturn a + b + offset\n}\n\nvar offset = 1\n", "caught_by": ["sum"]},
 ]
 
 
@@ -61,7 +66,71 @@ def test_go_mutants_keep_file_line_and_a_hang_is_a_timeout_of_its_test_alone(cou
     assert results["m1"]["status"] == "killed" and results["m1"]["signature"] == [f"sum@calc_test.go:{ERRORF_LINE}"], results
     # the endless loop times out in TestSum only: TestZero, after it, still runs and passes
     assert results["m2"]["status"] == "timeout" and results["m2"]["failing"] == ["sum"], results
+    assert results["m3"]["status"] == "killed" and results["m3"]["signature"] == ["sum@calc_test.go:10 panic"], results
+    assert results["m4"]["status"] == "killed" and results["m4"]["failing"] == ["sum", "zero"], results
     assert all(m["killed_as_documented"] for m in results.values()), results
+
+
+@pytest.fixture
+def tiny_track(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    """The tiny chapter's manifest and Go track, loaded in this process (the content root is
+    cached: it is forgotten before and after, so neither this test nor the next sees the other's)."""
+    from course import chapters, content
+
+    root = tiny_go_chapter(tmp_path / "content", tests=CATALOG, reference=REFERENCE, mutants=MUTANTS)
+    monkeypatch.setenv("COURSE_CONTENT", str(root))
+    content.root.cache_clear()
+    chapter = chapters.get(CHAPTER)
+    yield chapter, chapter.track("go")
+    monkeypatch.delenv("COURSE_CONTENT")
+    content.root.cache_clear()
+
+
+def test_one_schema_build_serves_every_mutant_that_changes_only_function_bodies(tiny_track, monkeypatch) -> None:  # noqa: ANN001
+    """The catalog is built for the reference, once for the schema of m1 and m3, and once for m4
+    (which adds a declaration); both ways judge as a build of the mutant alone would."""
+    from course.languages.go import build
+    from course.mutation.documented import KILLED, run_mutants
+
+    chapter, track = tiny_track
+    builds = []
+    call = build._call
+
+    def counted(args, *, cwd, env):  # noqa: ANN001, ANN202
+        if args[1:3] == ["test", "-c"]:
+            builds.append(args)
+        return call(args, cwd=cwd, env=env)
+
+    monkeypatch.setattr(build, "_call", counted)
+    chosen = [m for m in track.mutants if m.id != "m2"]  # no hang: the test stays short
+    results = run_mutants(chapter, track, chosen, jobs=2)
+    assert [(r.mutant.id, r.status, r.failing) for r in results] == [
+        ("m1", KILLED, ["sum"]), ("m3", KILLED, ["sum"]), ("m4", KILLED, ["sum", "zero"])], results
+    assert results[1].signature == ["sum@calc_test.go:10 panic"], results[1].signature
+    assert len(builds) == 3, "\n".join(" ".join(b) for b in builds)
+    assert sum("go-schema" in " ".join(b) for b in builds) == 1, builds
+
+
+def test_a_schema_keeps_the_lines_of_the_original_and_of_each_mutant(tiny_track, tmp_path: Path) -> None:  # noqa: ANN001
+    from course.languages.go import build, schemata
+    from course.mutation.documented import reference_copy
+
+    _, track = tiny_track
+    origin = reference_copy(track, tmp_path / "scratch")
+    env = build.toolchain.environment()
+    tool = schemata.tool(tmp_path / "cache", lambda args, cwd: build._call(args, cwd=cwd, env=env)[0])
+    schema = schemata.plan(track, origin, tmp_path / "schema", tool=tool, env=env)
+    assert schema is not None and sorted(schema.mutants) == ["m1", "m2", "m3"], schema and schema.mutants
+    calc = origin / "go/calc/calc.go"
+    original = calc.read_text().splitlines()
+    text = Path(schema.replace[str(calc)]).read_text().splitlines()
+    # every line of the original where it was; the dispatch shares the opening brace's line
+    assert [line for line in text[:len(original)] if "courseMutant__" not in line] == \
+        [line for line in original if not line.startswith("func Add(")], text
+    assert text[original.index("func Add(a, b int) int {")].startswith("func Add(a, b int) int { if courseMutant__ == \"m1\"")
+    # each mutant's function follows at its own file's lines: m3's panic is on the line it has in m3
+    assert text.count(f"//line {calc}:5") == 3, text
+    assert text[text.index("func Add__m3(a, b int) int {") + 2] == '\t\tpanic("two")', text
 
 
 def test_a_go_test_past_its_time_is_stopped_by_its_worker(tmp_path: Path) -> None:

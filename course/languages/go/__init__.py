@@ -78,7 +78,7 @@ class GoAdapter:
                 # a copy built as its origin names the origin's files in panics: shown as the copy's
                 shown = (built.compiled_in, request.origin or request.code_root)
                 return Worker(binary, built.module_root / package, *shown, chosen,
-                              self._env(request), timeout=request.timeout, shuffle=request.shuffle,
+                              {**self._env(request), **built.env}, timeout=request.timeout, shuffle=request.shuffle,
                               cover_profile=cover)
         return Done()
 

@@ -25,13 +25,13 @@ import shutil
 import subprocess
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 from course import processes
 from course.chapters import Track
-from course.languages.go import toolchain
+from course.languages.go import schemata, toolchain
 
 BUILD_LIMIT = 900.0  # a cold build cache compiles net/http and its tests' needs: minutes on a slow machine
 
@@ -58,6 +58,7 @@ class Built:
     packages: dict[str, str]  # Go test name -> its package folder
     folder: tempfile.TemporaryDirectory  # holds the binaries; removed when the run lets go of it
     cover_profile: str = ""  # the -test.coverprofile prefix, when the run measures coverage
+    env: dict[str, str] = field(default_factory=dict)  # what the test process needs on top (a schema's mutant)
 
 
 def module_root(track: Track, code_root: Path) -> Path:
@@ -94,7 +95,8 @@ def build(track: Track, code_root: Path, tests: list[str], build_dir: Path, *, e
     """(the binaries, "") or (None, the problem). With `origin` (code_root is a changed copy of it),
     the copy is compiled as if its changed files were in origin, so the packages it did not change
     come from the build cache (the compiler records where a file is: a copy in a folder of its own
-    would compile them all again); go vet is left out, the catalog alone judges a mutant."""
+    would compile them all again); go vet is left out, the catalog alone judges a mutant. A copy that
+    is one of the track's documented mutants runs the run's mutant schema instead (schemata)."""
     tools = toolchain.find()
     module = module_root(track, code_root)
     if not (module / "go.mod").is_file():
@@ -104,6 +106,13 @@ def build(track: Track, code_root: Path, tests: list[str], build_dir: Path, *, e
     packages = {name: functions[name][0] for name in tests if name in functions}
     order = {name: i for i, name in enumerate(tests)}
     wanted = sorted(set(packages.values()), key=lambda p: min(order[t] for t, q in packages.items() if q == p))
+    if origin and not cover:
+        schema = _schema(track, origin, build_dir, env)
+        mutant = schema.which(code_root, origin) if schema else ""
+        if schema and mutant and all(schema.binaries.get(package, Path()).is_file() for package in wanted):
+            folder = tempfile.TemporaryDirectory(prefix="course-go-")
+            binaries = {package: _own_copy(schema.binaries[package], Path(folder.name)) for package in wanted}
+            return Built(module, compiled_in, binaries, packages, folder, env={schemata.VARIABLE: mutant}), ""
     place = _place(build_dir, module, track.tests, cover)
     folder = tempfile.TemporaryDirectory(prefix="course-go-")
     binaries: dict[str, Path] = {}
@@ -132,6 +141,44 @@ def build(track: Track, code_root: Path, tests: list[str], build_dir: Path, *, e
             binaries[package] = _own_copy(kept, Path(folder.name))
     _prune(place.parent, keep=place)
     return Built(module, compiled_in, binaries, packages, folder, str(Path(folder.name) / "cover") if cover else ""), ""
+
+
+def _schema(track: Track, origin: Path, build_dir: Path, env: dict[str, str]) -> schemata.Schema | None:
+    """The schema of the track's documented mutants over `origin` (see schemata), built by the first
+    mutant build of a run that asks for it while the others wait; None when it cannot be had (no
+    mutant fits one, or it does not compile: each mutant then builds on its own, and says why)."""
+    slot = schemata.slot(track, origin)
+    with slot.lock:
+        if not slot.done:
+            slot.done = True
+            slot.schema = _build_schema(track, origin, build_dir, env)
+        return slot.schema
+
+
+def _build_schema(track: Track, origin: Path, build_dir: Path, env: dict[str, str]) -> schemata.Schema | None:
+    from course.check import default_build_dir
+
+    go = toolchain.find().go
+    tool = schemata.tool(default_build_dir(), lambda args, cwd: _call(args, cwd=cwd, env=env)[0])
+    if tool is None:
+        return None
+    place = build_dir / "go-schema" / hashlib.sha256(f"{origin.resolve()}\n{track.tests.resolve()}".encode()).hexdigest()[:16]
+    place.mkdir(parents=True, exist_ok=True)
+    schema = schemata.plan(track, origin, place / "files", tool=tool, env=env)
+    if schema is None:
+        return None
+    compiled_in = module_root(track, origin)
+    overlay = place / "overlay.json"
+    overlay.write_text(json.dumps({"Replace": {**schema.replace, **overlay_of(track.tests, compiled_in)}}), encoding="utf-8")
+    for package in sorted({package for package, _ in test_functions(track.tests).values()}):
+        kept = place / (package.replace("/", "-") + ".test")
+        # built once while the run's other mutant builds wait for it: go's own parallel defaults
+        args = [go, "test", "-c", "-o", str(kept), "-overlay", str(overlay), "-ldflags=-s -w", "-vet=off", "./" + package]
+        code, _ = _call(args, cwd=compiled_in, env={"GOGC": "400", **env})
+        if code != 0 or not kept.is_file():
+            return None
+        schema.binaries[package] = kept
+    return schema
 
 
 def _changes(copy: Path, origin: Path) -> dict[str, str]:
