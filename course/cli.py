@@ -705,7 +705,7 @@ def fake_model(port: int, host: str, script: Path | None, quiet: bool) -> None:
 @click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
               help="Seconds each of your tests may take.")
-@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Mutants run at once [default: the cores].")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Mutants run at once [default: twice the cores].")
 def selftest(chapter: Any, timeout: float, jobs: int | None) -> None:
     """Judge your own tests: they must pass on the reference and catch each pitfall mutant.
 
@@ -763,7 +763,7 @@ def selftest(chapter: Any, timeout: float, jobs: int | None) -> None:
 @click.option("--mutmut", "use_mutmut", is_flag=True, help="Run mutmut's generic mutants instead (instructor extra).")
 @click.option("--gremlins", "use_gremlins", is_flag=True,
               help="Run gremlins' generic mutants instead, on a track whose adapter offers it (go).")
-@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Mutants run at once [default: the cores].")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Mutants run at once [default: twice the cores].")
 @language_option("The track whose mutants run.")
 def mutants(chapter: Any, only: str, json_path: Path | None, use_mutmut: bool, use_gremlins: bool, jobs: int | None,
             language: str) -> None:
