@@ -8,10 +8,13 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from course.chapters import Chapter
 from course.check.results import PASS, TIMEOUT
 from course.languages.go.worker import Worker
 from course.languages.protocol import CaseFinished, CaseStarted
@@ -71,29 +74,33 @@ def test_go_mutants_keep_file_line_and_a_hang_is_a_timeout_of_its_test_alone(cou
     assert all(m["killed_as_documented"] for m in results.values()), results
 
 
-@pytest.fixture
-def tiny_track(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
-    """The tiny chapter's manifest and Go track, loaded in this process (the content root is
-    cached: it is forgotten before and after, so neither this test nor the next sees the other's)."""
+@contextmanager
+def loaded(root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Chapter]:
+    """The tiny chapter in `root`, loaded in this process (the content root is cached: it is
+    forgotten before and after, so neither this test nor the next sees the other's)."""
     from course import chapters, content
 
-    root = tiny_go_chapter(tmp_path / "content", tests=CATALOG, reference=REFERENCE, mutants=MUTANTS)
     monkeypatch.setenv("COURSE_CONTENT", str(root))
     content.root.cache_clear()
-    chapter = chapters.get(CHAPTER)
-    yield chapter, chapter.track("go")
-    monkeypatch.delenv("COURSE_CONTENT")
-    content.root.cache_clear()
+    try:
+        yield chapters.get(CHAPTER)
+    finally:
+        monkeypatch.delenv("COURSE_CONTENT")
+        content.root.cache_clear()
 
 
-def test_one_schema_build_serves_every_mutant_that_changes_only_function_bodies(tiny_track, monkeypatch) -> None:  # noqa: ANN001
-    """The catalog is built for the reference, once for the schema of m1 and m3, and once for m4
-    (which adds a declaration); both ways judge as a build of the mutant alone would."""
+@pytest.fixture
+def tiny_track(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    with loaded(tiny_go_chapter(tmp_path / "content", tests=CATALOG, reference=REFERENCE, mutants=MUTANTS),
+                monkeypatch) as chapter:
+        yield chapter, chapter.track("go")
+
+
+def catalog_builds(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The catalog builds (go test -c) made from here on, as their arguments."""
     from course.languages.go import build
-    from course.mutation.documented import KILLED, run_mutants
 
-    chapter, track = tiny_track
-    builds = []
+    builds: list[list[str]] = []
     call = build._call
 
     def counted(args, *, cwd, env):  # noqa: ANN001, ANN202
@@ -102,6 +109,16 @@ def test_one_schema_build_serves_every_mutant_that_changes_only_function_bodies(
         return call(args, cwd=cwd, env=env)
 
     monkeypatch.setattr(build, "_call", counted)
+    return builds
+
+
+def test_one_schema_build_serves_every_mutant_that_changes_only_function_bodies(tiny_track, monkeypatch) -> None:  # noqa: ANN001
+    """The catalog is built for the reference, once for the schema of m1 and m3, and once for m4
+    (which adds a declaration); both ways judge as a build of the mutant alone would."""
+    from course.mutation.documented import KILLED, run_mutants
+
+    chapter, track = tiny_track
+    builds = catalog_builds(monkeypatch)
     chosen = [m for m in track.mutants if m.id != "m2"]  # no hang: the test stays short
     results = run_mutants(chapter, track, chosen, jobs=2)
     assert [(r.mutant.id, r.status, r.failing) for r in results] == [
@@ -130,7 +147,7 @@ def test_a_schema_keeps_the_lines_of_the_original_and_of_each_mutant(tiny_track,
     assert text[original.index("func Add(a, b int) int {")].startswith("func Add(a, b int) int { if courseMutant__ == \"m1\"")
     # each mutant's function follows at its own file's lines: m3's panic is on the line it has in m3
     assert text.count(f"//line {calc}:5") == 3, text
-    assert text[text.index("func Add__m3(a, b int) int {") + 2] == '\t\tpanic("two")', text
+    assert text[text.index("func Add__mutant2(a, b int) int {") + 2] == '\t\tpanic("two")', text
 
 
 def test_a_go_test_past_its_time_is_stopped_by_its_worker(tmp_path: Path) -> None:
@@ -155,3 +172,94 @@ def test_a_go_test_past_its_time_is_stopped_by_its_worker(tmp_path: Path) -> Non
     assert [(e.key, e.status) for e in finished] == [("TestQuick", PASS), ("TestHang", TIMEOUT)], events
     assert "longer than 0.2 s" in finished[1].message, finished[1].message
     assert ended.exit_code < 0, "the binary was killed"
+
+
+SHAPES_REFERENCE = """\
+// Package calc adds numbers.
+package calc
+
+// Named sums with an unnamed receiver.
+type Named struct{}
+
+// Sum adds xs into a named result.
+func (Named) Sum(xs ...int) (total int) {
+	for _, x := range xs {
+		total += x
+	}
+	return
+}
+
+// Pick returns a when first, else b.
+func Pick[T any](a, b T, first bool) T {
+	if first {
+		return a
+	}
+	return b
+}
+
+// Adder adds to a base.
+type Adder struct{ base int }
+
+// Add returns the base plus n.
+func (a *Adder) Add(n int) int { return a.base + n }
+
+// Note does nothing with its text.
+func Note(_ string) {}
+"""
+SHAPES_CATALOG = """\
+package calc_test
+
+import (
+	"testing"
+
+	"tiny/calc"
+)
+
+func TestSum(t *testing.T) {
+	if got := (calc.Named{}).Sum(1, 2, 3); got != 6 {
+		t.Errorf("Sum(1, 2, 3) = %d, want 6", got)
+	}
+}
+
+func TestPick(t *testing.T) {
+	if got := calc.Pick("a", "b", true); got != "a" {
+		t.Errorf("Pick = %q, want a", got)
+	}
+}
+
+func TestAdd(t *testing.T) {
+	if got := (&calc.Adder{}).Add(2); got != 2 {
+		t.Errorf("Add(2) = %d, want 2", got)
+	}
+}
+
+func TestNote(t *testing.T) {
+	calc.Note("x")
+}
+"""
+SHAPES_MUTANTS = [
+    {"id": "sum-minus", "pitfall": 1, "description": "subtracts", "file": "go/calc/calc.go", "find": "total += x",
+     "replace": "total -= x", "caught_by": ["sum"]},
+    {"id": "pick.b", "pitfall": 1, "description": "picks b", "file": "go/calc/calc.go", "find": "\t\treturn a\n",
+     "replace": "\t\treturn b\n", "caught_by": ["pick"]},
+    {"id": "add", "pitfall": 1, "description": "adds one more", "file": "go/calc/calc.go", "find": "a.base + n",
+     "replace": "a.base + n + 1", "caught_by": ["add"]},
+    {"id": "note", "pitfall": 1, "description": "panics", "file": "go/calc/calc.go", "find": "func Note(_ string) {}",
+     "replace": "func Note(_ string) { panic(\"note\") }", "caught_by": ["note"]},
+]
+
+
+def test_a_schema_hands_over_from_every_shape_of_function(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """An unnamed receiver, a variadic parameter with a named result, type parameters, a blank
+    parameter, a function on one line, and mutant ids that are not Go names: one schema holds all
+    four mutants, and each breaks its own test and no other."""
+    from course.mutation.documented import KILLED, run_mutants
+
+    root = tiny_go_chapter(tmp_path / "content", tests=SHAPES_CATALOG, reference=SHAPES_REFERENCE, mutants=SHAPES_MUTANTS)
+    builds = catalog_builds(monkeypatch)
+    with loaded(root, monkeypatch) as chapter:
+        results = run_mutants(chapter, chapter.track("go"), list(chapter.track("go").mutants), jobs=2)
+    assert [(r.mutant.id, r.status, r.failing) for r in results] == [
+        ("sum-minus", KILLED, ["sum"]), ("pick.b", KILLED, ["pick"]), ("add", KILLED, ["add"]),
+        ("note", KILLED, ["note"])], results
+    assert len(builds) == 2 and "go-schema" in " ".join(builds[1]), builds  # the reference's, the schema's

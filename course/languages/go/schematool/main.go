@@ -6,7 +6,7 @@
 // A variant may change only function bodies. Each changed function keeps its own body and starts
 // with one dispatch on the line of its opening brace (so no line of the original moves):
 //
-//	func (r *T) F(a int) error { if courseMutant__ == "s05" { return r.F__s05(a) };
+//	func (r *T) F(a int) error { if courseMutant__ == "s05" { return r.F__mutant4(a) };
 //
 // and the variant's version of the function follows the original, renamed, behind a //line
 // directive that gives it the variant file's lines, so a failure inside it is placed where it is in
@@ -180,11 +180,12 @@ func main() {
 	out := answer{Package: orig.file.Name.Name, Unsupported: map[string]string{}}
 	type version struct {
 		id  string
+		n   int // the variant's place in the request: its functions' names (an id need not be a Go name)
 		src *source
 		fn  *ast.FuncDecl
 	}
 	versions := map[int][]version{} // function index -> the variants that change it
-	for _, v := range req.Variants {
+	for n, v := range req.Variants {
 		mut, err := parse(v.Text)
 		if err != nil {
 			out.Unsupported[v.ID] = "it does not parse"
@@ -196,7 +197,7 @@ func main() {
 			continue
 		}
 		for _, i := range changed {
-			versions[i] = append(versions[i], version{v.ID, mut, mut.file.Decls[i].(*ast.FuncDecl)})
+			versions[i] = append(versions[i], version{v.ID, n, mut, mut.file.Decls[i].(*ast.FuncDecl)})
 		}
 	}
 	var edits []edit
@@ -211,7 +212,7 @@ func main() {
 		var dispatch strings.Builder
 		var names []edit
 		for _, v := range versions[i] {
-			renamed := f.Name.Name + "__" + v.id
+			renamed := f.Name.Name + "__mutant" + strconv.Itoa(v.n)
 			target, paramEdits := call(orig, f, renamed)
 			names = paramEdits // the same for every variant of this function
 			hand := "return " + target
