@@ -150,13 +150,14 @@ def test_a_schema_keeps_the_lines_of_the_original_and_of_each_mutant(tiny_track,
     assert text[text.index("func Add__mutant2(a, b int) int {") + 2] == '\t\tpanic("two")', text
 
 
-def test_a_go_test_past_its_time_is_stopped_by_its_worker(tmp_path: Path) -> None:
-    """A stand-in test binary reports one test passed, starts another and never ends: the worker
-    reports that test as a timeout at its per-test time (long before the deadline the runner gives
-    it), stops the binary, and says nothing more."""
+@pytest.mark.parametrize("hang", ["exec sleep 600", "exec yes still-going"], ids=["silent", "printing"])
+def test_a_go_test_past_its_time_is_stopped_by_its_worker(tmp_path: Path, hang: str) -> None:
+    """A stand-in test binary reports one test passed, starts another and never ends (silent, or
+    printing without end): the worker reports that test as a timeout at its per-test time (long
+    before the deadline the runner gives it), stops the binary, and says nothing more."""
     binary = tmp_path / "stand-in.test"
     binary.write_text("#!/bin/sh\nprintf '=== RUN   TestQuick\\n--- PASS: TestQuick (0.00s)\\n=== RUN   TestHang\\n'\n"
-                      "exec sleep 600\n", encoding="utf-8")
+                      f"{hang}\n", encoding="utf-8")
     binary.chmod(0o755)
     worker = Worker(binary, tmp_path, tmp_path, tmp_path, {"TestQuick": "quick", "TestHang": "hang"},
                     dict(os.environ), timeout=0.2, shuffle=None, cover_profile="")

@@ -103,14 +103,16 @@ class Worker:
             # grace on top of it.
             case_ends = self.case_since + self.timeout if self.case else None
             until = min((t for t in (deadline, case_ends) if t is not None), default=None)
-            wait = None if until is None else max(0.0, until - time.monotonic())
-            try:
-                line = self.lines.get(timeout=wait)
-            except queue.Empty:
+            now = time.monotonic()
+            if until is not None and now >= until:  # checked before every line: a test that hangs printing ends too
                 if until == case_ends:
                     self._stop_case()
                     continue
-                raise TimeoutError from None
+                raise TimeoutError
+            try:
+                line = self.lines.get(timeout=None if until is None else until - now)
+            except queue.Empty:
+                continue  # the top of the loop says which time ran out
             if line is None:  # the binary's output ended: let its exit be seen before the held failures are told
                 self.eof = True
                 try:
