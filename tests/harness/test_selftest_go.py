@@ -10,26 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tiny import CHAPTER, tiny_go_chapter
+from tiny import CHAPTER, GO_REFERENCE, GO_SUM_TEST, tiny_go_chapter
 
 pytestmark = pytest.mark.skipif(shutil.which("go") is None, reason="the Go track needs Go on PATH")
 
-REFERENCE = "// Package calc adds numbers.\npackage calc\n\n// Add returns the sum of a and b.\nfunc Add(a, b int) int {\n\treturn a + b\n}\n"
-CATALOG = """\
-package calc_test
-
-import (
-	"testing"
-
-	"tiny/calc"
-)
-
-func TestSum(t *testing.T) {
-	if got := calc.Add(2, 3); got != 5 {
-		t.Errorf("Add(2, 3) = %d, want 5", got)
-	}
-}
-"""
+REFERENCE = GO_REFERENCE
+CATALOG = GO_SUM_TEST
 MUTANTS = [
     {"id": "m1", "pitfall": 1, "description": "subtracts", "file": "go/calc/calc.go", "find": "return a + b",
      "replace": "return a - b", "caught_by": ["sum"]},

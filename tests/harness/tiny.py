@@ -47,6 +47,25 @@ def tiny_chapter(root: Path, *, tests: str, reference: str, starter: str = START
     })
 
 
+GO_REFERENCE = "// Package calc adds numbers.\npackage calc\n\n// Add returns the sum of a and b.\nfunc Add(a, b int) int {\n\treturn a + b\n}\n"
+# The Go catalog with one test; tests add theirs after it.
+GO_SUM_TEST = """\
+package calc_test
+
+import (
+	"testing"
+
+	"tiny/calc"
+)
+
+func TestSum(t *testing.T) {
+	if got := calc.Add(2, 3); got != 5 {
+		t.Errorf("Add(2, 3) = %d, want 5", got)
+	}
+}
+"""
+
+
 GO_STARTER = """\
 // Package calc adds numbers.
 package calc
