@@ -157,9 +157,18 @@ def test_stopping_check_leaves_no_process(learner, stop):
     try:
         deadline = time.monotonic() + 600
         running = learner / "go" / "agent" / "provider"  # the test binary's folder (go build runs in go/)
-        while not processes_in(running) and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.2)
-        assert processes_in(running), "the test binary never started"
+        # The same process seen twice, half a second apart: the test binary in its loop (a short-lived
+        # process may run in that folder first).
+        seen: set[int] = set()
+        while time.monotonic() < deadline and proc.poll() is None:
+            now = set(processes_in(running))
+            if now & seen:
+                break
+            seen = now
+            time.sleep(0.5)
+        if not set(processes_in(running)) & seen:
+            out, err = proc.communicate(timeout=60) if proc.poll() is not None else (b"", b"")
+            pytest.fail(f"the test binary never started (check exit {proc.poll()})\n{out.decode()[-3000:]}\n{err.decode()[-3000:]}")
         time.sleep(3)  # into the endless loop
         proc.send_signal(stop)  # to the harness alone, not its process group
         proc.wait(60)
