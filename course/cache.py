@@ -6,11 +6,12 @@ so a stale entry is never used and the folder may be deleted at any time.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 
 def folder() -> Path:
@@ -42,3 +43,22 @@ def write_json(path: Path, value: Any) -> None:
             os.unlink(out.name)
         except (NameError, OSError):
             pass
+
+
+def parsed(kind: str, data: bytes, parse: Callable[[bytes], Any]) -> Any:
+    """parse(data), kept under `kind` as JSON keyed by the bytes' digest: reading JSON back costs a
+    fraction of building the data from YAML again, and changed bytes are parsed anew. What JSON
+    cannot say exactly (YAML dates, number keys) is never kept, so it is parsed every time. Whatever
+    `parse` raises reaches the caller, and nothing is kept."""
+    kept = folder() / kind / f"{hashlib.sha256(data).hexdigest()}.json"
+    value = read_json(kept)
+    if value is not None:
+        return value
+    value = parse(data)
+    try:
+        same = json.loads(json.dumps(value)) == value
+    except (TypeError, ValueError):
+        same = False
+    if same:
+        write_json(kept, value)
+    return value

@@ -7,7 +7,6 @@ one ManifestError naming the chapter, the entry and the field.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -245,33 +244,22 @@ def load_folder(folder: Path) -> Chapter:
 
 def _read_manifest(path: Path, where: str) -> Any:
     """The manifest's data. Every command reads a manifest, and building the data of a large one
-    from YAML costs more than the rest of a short command's start: once parsed, it is kept in the
-    user's cache as JSON, keyed by the manifest's bytes (a changed manifest is parsed anew)."""
-    import hashlib
-
+    from YAML costs more than the rest of a short command's start: it comes from the user's cache
+    when the manifest's bytes are unchanged (see course.cache.parsed)."""
     from course import cache
 
-    data = path.read_bytes()
-    kept = cache.folder() / "manifests" / f"{hashlib.sha256(data).hexdigest()}.json"
-    raw = cache.read_json(kept)
-    if raw is not None:
-        return raw
-    import yaml
+    def from_yaml(data: bytes) -> Any:
+        import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser is ten times faster
-    try:
-        raw = yaml.load(data.decode("utf-8"), Loader=loader)  # noqa: S506 - a safe loader
-    except UnicodeDecodeError as exc:
-        raise ManifestError(f"chapter {where}: {path.name} is not UTF-8 text: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise ManifestError(f"chapter {where}: {path.name} is not valid YAML: {exc}") from None
-    try:
-        same = json.loads(json.dumps(raw)) == raw  # YAML can say more than JSON (dates, number keys)
-    except (TypeError, ValueError):
-        same = False
-    if same:
-        cache.write_json(kept, raw)
-    return raw
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser is ten times faster
+        try:
+            return yaml.load(data.decode("utf-8"), Loader=loader)  # noqa: S506 - a safe loader
+        except UnicodeDecodeError as exc:
+            raise ManifestError(f"chapter {where}: {path.name} is not UTF-8 text: {exc}") from None
+        except yaml.YAMLError as exc:
+            raise ManifestError(f"chapter {where}: {path.name} is not valid YAML: {exc}") from None
+
+    return cache.parsed("manifests", path.read_bytes(), from_yaml)
 
 
 def check_format(raw: Any, where: str) -> None:

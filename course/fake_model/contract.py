@@ -35,18 +35,12 @@ def contract_path() -> Path:
 @lru_cache(maxsize=1)
 def document() -> dict[str, Any]:
     """The contract as data, parsed once per process. Parsing the YAML costs ~10 ms in every process
-    that starts a fake model (each worker of a check), reading JSON a few tenths of that: once parsed,
-    the contract is kept in the user's cache as JSON, keyed by the file's bytes."""
+    that starts a fake model (each worker of a check), reading JSON a few tenths of that: it comes
+    from the user's cache when the file's bytes are unchanged (see course.cache.parsed)."""
     from course import cache
 
-    data = contract_path().read_bytes()
-    kept = cache.folder() / "contracts" / f"{hashlib.sha256(data).hexdigest()}.json"
-    doc = cache.read_json(kept)
-    if doc is None:
-        doc = yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        if json.loads(json.dumps(doc)) == doc:  # kept only when JSON says all that the YAML says
-            cache.write_json(kept, doc)
-    return doc
+    return cache.parsed("contracts", contract_path().read_bytes(),
+                        lambda data: yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
 
 
 @lru_cache(maxsize=None)
