@@ -1,4 +1,24 @@
-from course.cli import main
+"""`course`, the installed command, and `python -m course`."""
+
+import sys
+
+# Commands whose test processes start getting ready before the command line is parsed: one check
+# that a person waits for (see course.languages.start_early). Parsing it imports click and most of
+# the harness, which the test processes never need.
+EARLY_START = ("check",)
+
+
+def main() -> None:
+    if sys.argv[1:2] and sys.argv[1] in EARLY_START:
+        from course import languages, rundir
+        from course.check import single_run_workers
+
+        rundir.enter()  # first: what starts early must make its temporary files in the run's folder
+        languages.start_early(single_run_workers())
+    from course.cli import main as run_command
+
+    run_command()
+
 
 # Guarded: multiprocessing's forkserver imports the main module, and must not run the CLI again.
 if __name__ == "__main__":

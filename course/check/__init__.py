@@ -74,6 +74,7 @@ def run_check(
     if shuffle is not None and on_entry is not None:
         raise ValueError("a shuffled run reports its entries only at the end")
     adapter = languages.get(track.language)
+    languages.settle_early(track.language)
     entries = {e.name: EntryResult(entry=e, test_name=adapter.test_name(e.name)) for e in chapter.catalog}
     chosen = selection.select(select, {name: (name, e.test_name) for name, e in entries.items()})
     if not chosen:

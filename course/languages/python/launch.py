@@ -20,6 +20,7 @@ from multiprocessing.reduction import ForkingPickler
 from typing import Any, Callable
 
 from course import processes, rundir
+from course.languages.python import zygote
 from course.errors import InternalError, Stopped
 from course.languages.protocol import Ended, Event, decode
 
@@ -96,12 +97,6 @@ class Worker:
 
     def __init__(self, ready: dict[str, Any], spec: dict[str, Any] | None = None) -> None:
         """Start a worker getting ready for `ready`; its run is `spec` when given, else the one go() sends."""
-        # What every worker needs is imported here, before the fork, once, rather than by each
-        # worker after it: the harness has almost nothing else to do meanwhile, and two workers
-        # importing pytest and its plugins at once on two cores cost twice the CPU for no less wait.
-        warm()
-        from course.languages.python import worker
-
         processes.admit()
         self.ready = ready
         self.on_close: Callable[[], None] | None = None
@@ -109,7 +104,19 @@ class Worker:
         self.pending: list[bytes] = []  # messages read while waiting for WAITING
         self.stderr = tempfile.NamedTemporaryFile(prefix="course-run-", suffix=".err", delete=False)
         try:
-            self._start({**ready, "stderr_path": self.stderr.name}, spec, worker.run)
+            full = {**ready, "stderr_path": self.stderr.name}
+            # the zygote's: forked warm from a copy of the harness that imported while the command started
+            forked = zygote.spawn(full) if spec is None else None
+            if forked is not None:
+                self.process, self.events, self.orders = forked, forked.events, forked.orders
+                return
+            # What every worker needs is imported here, before the fork, once, rather than by each
+            # worker after it: two workers importing pytest and its plugins at once on two cores
+            # cost twice the CPU for no less wait.
+            warm()
+            from course.languages.python import worker
+
+            self._start(full, spec, worker.run)
         except BaseException:
             self.stderr.close()
             os.unlink(self.stderr.name)
@@ -182,7 +189,8 @@ class Worker:
         return self.events.fileno()
 
     def kill(self) -> None:
-        processes.kill(self.process.pid)
+        if self.process.pid is not None:  # None: a zygote's worker that never came to be
+            processes.kill(self.process.pid)
 
     def close(self) -> Ended:
         """Reap the worker and whatever its tests left running."""
@@ -225,11 +233,13 @@ class Kept:
         for spare in [s for s in self.spares if s.ready != ready]:
             self.spares.remove(spare)
             spare.discard()
-        while len(self.spares) < count:
-            try:
+        try:
+            while len(self.spares) < count:
                 self.spares.append(Worker(ready))
-            except (Stopped, InternalError):  # an interrupt is ending the command: no run to get ready for
-                return
+        except (Stopped, InternalError):  # an interrupt is ending the command: no run to get ready for
+            return
+        finally:
+            zygote.done()  # the zygote (if any) serves a command's first run only
 
     def start(self, ready: dict[str, Any], spec: dict[str, Any]) -> Worker:
         """A worker running `spec`: one kept ready for this kind of run when there is one still
