@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections import deque
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Iterator
-
-import yaml
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from course.fake_model.errors import APIError
+
+if TYPE_CHECKING:  # imported where a validation runs: a check whose verdicts are all kept never needs them
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 CONTRACT_NAME = "openai-subset.v1.yaml"
 
@@ -33,19 +32,32 @@ def contract_path() -> Path:
 
 
 @lru_cache(maxsize=1)
+def source() -> bytes:
+    """The contract file's bytes, read once per process."""
+    return contract_path().read_bytes()
+
+
+@lru_cache(maxsize=1)
 def document() -> dict[str, Any]:
     """The contract as data, parsed once per process. Parsing the YAML costs ~10 ms in every process
     that starts a fake model (each worker of a check), reading JSON a few tenths of that: it comes
     from the user's cache when the file's bytes are unchanged (see course.cache.parsed)."""
     from course import cache
 
-    return cache.parsed("contracts", contract_path().read_bytes(),
-                        lambda data: yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+    return cache.parsed("contracts", source(), _parse_yaml)
+
+
+def _parse_yaml(data: bytes) -> Any:
+    import yaml
+
+    return yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 @lru_cache(maxsize=None)
 def validator(schema_name: str) -> Draft202012Validator:
     """A validator for one schema of ``components/schemas``, its references resolved inside the contract."""
+    from jsonschema import Draft202012Validator
+
     doc = document()
     if schema_name not in doc["components"]["schemas"]:
         raise KeyError(f"the contract has no schema {schema_name!r}")
@@ -56,6 +68,8 @@ def validator(schema_name: str) -> Draft202012Validator:
 def _fast_validator(schema_name: str) -> Draft202012Validator:
     """The same schema with each discriminated oneOf checked by its discriminator alone: one branch
     validated instead of all of them. It only says valid or not; errors come from :func:`validator`."""
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(_by_discriminator(_schema(f"#/components/schemas/{schema_name}")))
 
 
@@ -103,26 +117,69 @@ def problems(schema_name: str, instance: Any) -> list[str]:
     return [f"{_path(e.absolute_path) or '(top)'}: {e.message}" for e in validator(schema_name).iter_errors(instance)]
 
 
-_VALID_KEPT = 1024
-_valid_bodies: dict[tuple[str, bytes], None] = {}  # (schema, digest of the bytes) of valid bodies, oldest first
-_valid_lock = threading.Lock()  # each connection has its thread
+# Verdicts kept. The reference's checks of every chapter send about ten distinct bodies, a learner's
+# code and mutants more; every worker reads them all once (1,000 lines: about 2 ms).
+VERDICTS_KEPT = 1_000
+
+
+@lru_cache(maxsize=1)
+def _verdicts() -> Any:
+    """The verdicts on request bodies, kept between runs in the user's cache (course.cache.Memo), one
+    file per version of the contract (named by the digest of its bytes, so a changed contract starts
+    empty). Validating a body costs about half a millisecond, and the first validation in a process
+    tens of milliseconds more, for importing jsonschema; clients send the same bytes run after run
+    (the catalog's requests, a retry's repeat), so most checks never validate anything."""
+    from course import cache
+
+    digest = hashlib.sha256(source()).hexdigest()
+    return cache.Memo(cache.folder() / "verdicts" / f"{digest}.jsonl", limit=VERDICTS_KEPT)
 
 
 def request_body(schema_name: str, raw: bytes) -> Any:
     """The request's body as JSON, checked against the schema (see :func:`parse_body` and
-    :func:`check_request`). Clients send the same bytes again and again (a retry, a test's repeated
-    request), so bytes found valid once are remembered, by digest, and not validated again: a few
-    microseconds instead of the half millisecond a validation costs."""
+    :func:`check_request`). The verdict on these bytes, valid or the error the real API would answer,
+    comes from the verdicts kept (:func:`_verdicts`) when they hold it: keyed by the schema and the
+    digest of the bytes, since the same bytes always parse to the same body."""
     body = parse_body(raw)
-    key = (schema_name, hashlib.blake2b(raw, digest_size=16).digest())
-    if key in _valid_bodies:
+    key = f"{schema_name}:{hashlib.blake2b(raw, digest_size=16).hexdigest()}"
+    kept = _verdicts().get(key)
+    if kept == VALID:
         return body
-    check_request(schema_name, body)  # raises for an invalid body, which is never remembered
-    with _valid_lock:
-        if len(_valid_bodies) >= _VALID_KEPT:
-            _valid_bodies.pop(next(iter(_valid_bodies)))  # the oldest
-        _valid_bodies[key] = None
-    return body
+    refused = _error_from(kept)
+    if refused is None:  # nothing kept (or nothing usable): validate, and keep the verdict
+        try:
+            check_request(schema_name, body)
+        except APIError as error:
+            _verdicts().put(key, _error_fields(error))
+            raise
+        _verdicts().put(key, VALID)
+        return body
+    raise refused
+
+
+VALID = "valid"  # the verdict on a body the schema accepts; a refused one is kept as its error's fields
+
+
+def _error_fields(error: APIError) -> dict[str, Any]:
+    """Every field of an APIError, as JSON data (:func:`_error_from` makes it again)."""
+    return {"status": error.status, "message": error.message, "type": error.type, "param": error.param,
+            "code": error.code, "headers": [[name, value] for name, value in error.headers]}
+
+
+def _error_from(fields: Any) -> APIError | None:
+    """The APIError that fields kept by :func:`_error_fields` describe; None for anything else."""
+    def text(value: Any, or_none: bool = False) -> bool:
+        return isinstance(value, str) or (or_none and value is None)
+
+    if not isinstance(fields, dict) or set(fields) != {"status", "message", "type", "param", "code", "headers"}:
+        return None
+    headers = fields["headers"]
+    if not (type(fields["status"]) is int and text(fields["message"]) and text(fields["type"])
+            and text(fields["param"], True) and text(fields["code"], True) and isinstance(headers, list)
+            and all(isinstance(h, list) and len(h) == 2 and text(h[0]) and text(h[1]) for h in headers)):
+        return None
+    return APIError(fields["status"], fields["message"], type=fields["type"], param=fields["param"],
+                    code=fields["code"], headers=tuple((name, value) for name, value in headers))
 
 
 def check_request(schema_name: str, body: Any) -> None:
@@ -149,6 +206,7 @@ def conversation_rule(rule_id: str) -> dict[str, Any]:
 
 def _refine(v: Draft202012Validator, error: ValidationError) -> Iterator[ValidationError]:
     """The errors that say what is wrong: a oneOf error replaced by the errors of the branch that applies."""
+    from jsonschema.exceptions import ValidationError
     if error.validator != "oneOf":
         yield error
         return
@@ -172,6 +230,7 @@ def _prefix(error: ValidationError, where: Iterable[Any]) -> None:
 
 def _branch_for(v: Draft202012Validator, schema: dict[str, Any], instance: Any) -> Any:
     """The oneOf branch this instance was meant for (by discriminator, else by JSON type), None if unclear."""
+    from jsonschema.exceptions import ValidationError
     disc = schema.get("discriminator")
     if disc and isinstance(instance, dict):
         prop, mapping = disc["propertyName"], disc["mapping"]
@@ -179,7 +238,7 @@ def _branch_for(v: Draft202012Validator, schema: dict[str, Any], instance: Any) 
             return ValidationError(f"{prop!r} is a required property", validator="required", validator_value=[prop],
                                    instance=instance, schema={"required": [prop]})
         value = instance[prop]
-        if value not in mapping:
+        if isinstance(value, (dict, list)) or value not in mapping:  # unhashable: no key of the mapping
             return ValidationError("bad discriminator", validator="enum", validator_value=list(mapping), instance=value,
                                    schema={"enum": list(mapping)}, path=deque([prop]))
         return _schema(mapping[value])

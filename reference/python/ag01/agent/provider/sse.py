@@ -98,41 +98,45 @@ class EventReader:
     def _blocks(self) -> Iterator[list[str]]:
         """Yields, read by read, the text of the events that read completed: each event's lines
         joined by LF, up to (not with) the blank line that ends it."""
+        read, size = self._stream.read, self._read_size
+        undecoded = b""  # the first bytes of a character that the previous read cut in two
+        # dropped if it is the next character: a BOM at the start of the stream, later the LF of
+        # a CRLF whose CR ended the previous text
+        skip = "\ufeff"
         unfinished: list[str] = []  # pieces of the event being read, joined once when it ends
-        for text in self._text():
-            if unfinished and unfinished[-1].endswith("\n") and text.startswith("\n"):
-                text = "\n" + text  # the blank line's two line ends came in different reads
-            blocks = self._BLANK_LINE.split(text)
-            if len(blocks) == 1:
-                unfinished.append(text)
-                continue
-            unfinished.append(blocks[0])
-            blocks[0] = "".join(unfinished)
-            unfinished = [blocks.pop()]
-            # three or more line ends in a row leave empty blocks, or blocks starting with a LF:
-            # _parse's field parsing finds no data in the extra blank lines, so they end no event
-            yield blocks
-        # end of input: an event without its blank line is discarded, as the spec says
-
-    def _text(self) -> Iterator[str]:
-        """The decoded body, read by read, with every line end (CRLF, CR, LF) made a LF."""
-        # utf-8-sig removes one leading BOM, even one split across reads; undecodable bytes
-        # become U+FFFD, as the spec's UTF-8 decoding does
-        decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
-        after_cr = False  # the previous text ended in CR: a LF that starts this one ends no line
-        while chunk := self._stream.read(self._read_size):
-            text = decoder.decode(chunk)
+        while chunk := read(size):
+            # A plain function, not an incremental decoder object (two Python-level calls a read).
+            # final=False stops before a character the read cut short (it is decoded with the next
+            # read); "replace" makes undecodable bytes U+FFFD, as the spec's UTF-8 decoding does.
+            chunk = undecoded + chunk
+            text, used = codecs.utf_8_decode(chunk, "replace", False)
+            undecoded = chunk[used:]
             if not text:  # only part of a character so far
                 continue
-            if after_cr and text[0] == "\n":
-                text = text[1:]  # the LF of a CRLF whose CR ended the previous text
+            if text[0] == skip:
+                text = text[1:]
             # set after every text, an emptied one included: a CR's LF can only come right after it
-            after_cr = text.endswith("\r")
+            skip = "\n" if text.endswith("\r") else ""
             if not text:
                 continue
             if "\r" in text:  # CRLF first, so that its CR and LF do not end two lines
                 text = text.replace("\r\n", "\n").replace("\r", "\n")
-            yield text
+            if text[0] == "\n" and unfinished and unfinished[-1].endswith("\n"):
+                text = "\n" + text  # the blank line's two line ends came in different reads
+            # Without a LF the read ends no event (most reads of a long event do not), and `in`
+            # finds one LF many times faster than split looks for two.
+            if "\n" in text:
+                blocks = self._BLANK_LINE.split(text)
+                if len(blocks) > 1:
+                    unfinished.append(blocks[0])
+                    blocks[0] = "".join(unfinished)
+                    unfinished = [blocks.pop()]
+                    # three or more line ends in a row leave empty blocks, or blocks starting with a LF:
+                    # _parse's field parsing finds no data in the extra blank lines, so they end no event
+                    yield blocks
+                    continue
+            unfinished.append(text)
+        # end of input: an event without its blank line is discarded, as the spec says
 
 
 @dataclass
