@@ -219,7 +219,10 @@ def start(workers: int) -> None:
     with the harness and gain nothing."""
     global _current
     if _current is None and workers > 1 and sys.platform.startswith("linux"):
-        _current = Zygote(workers)
+        try:
+            _current = Zygote(workers)
+        except OSError:  # no process or pipe to spare: the harness forks its own workers, as without
+            _current = None
 
 
 def spawn(ready: dict) -> Forked | None:
