@@ -116,9 +116,10 @@ class Memo:
 
     def _load(self) -> dict[str, Any]:
         try:
-            lines = self.path.read_bytes().splitlines()
+            lines = self.path.read_bytes().split(b"\n")
         except OSError:
             return {}
+        lines.pop()  # after the last newline: nothing, or a line another process is writing now
         answers: dict[str, Any] = {}
         damaged = False
         for line in lines:

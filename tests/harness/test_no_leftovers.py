@@ -161,3 +161,26 @@ def test_a_damaged_list_of_outside_folders_removes_nothing_else(tmp_path: Path) 
     rundir.clean_stale(base)
     assert elsewhere.is_dir() and base.is_dir()
     assert not listed.exists() and not run.exists()
+
+
+@pytest.mark.parametrize("thread", [False, True])
+@pytest.mark.parametrize("ending, status", [("sys.exit(4)", 4), ("sys.exit('a message')", 1), ("return None", 0)])
+def test_a_command_ends_with_its_status_its_output_and_every_atexit_handler(learner: Path, ending: str, status: int,
+                                                                           thread: bool) -> None:
+    """`course` ends without the interpreter's teardown: what is printed and what atexit handlers do
+    must all still happen, with the status sys.exit gives; a thread that is not a daemon is waited for."""
+    script = ("import atexit, sys, threading, time\nfrom course import cli\n"
+              "def command(*a, **k):\n"
+              "    atexit.register(lambda: open('atexit-ran', 'w').close())\n"
+              "    atexit.register(lambda: print('from atexit', end=''))\n"
+              + ("    threading.Thread(target=lambda: (time.sleep(0.3), print('thread done', end=' '))).start()\n"
+                 if thread else "") +
+              "    print('unflushed', end=' ')\n"
+              f"    {ending}\n"
+              "cli.list_cmd.callback = command\nsys.argv = ['course', 'list']\ncli.main()\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", "PYTHONUNBUFFERED": ""}
+    ran = subprocess.run([sys.executable, "-c", script], cwd=learner, env=env, capture_output=True, text=True, timeout=60)
+    assert ran.returncode == status, ran.stdout + ran.stderr
+    assert ran.stdout == "unflushed " + ("thread done " if thread else "") + "from atexit", ran.stdout
+    assert (learner / "atexit-ran").exists()
+    assert ran.stderr == ("a message\n" if status == 1 else ""), ran.stderr

@@ -67,3 +67,14 @@ def test_selftest_without_tests_or_with_a_hang(course, tmp_path: Path, learner: 
     mine.write_text("# nothing yet\n")
     ran = course("selftest", cwd=learner, env=env)
     assert ran.code == 2 and "no tests of yours in" in ran.err and "Traceback" not in ran.err, ran.err
+
+
+def test_a_learners_unittest_classes_run(course, tmp_path: Path, learner: Path) -> None:
+    """Catalog runs turn pytest's unittest plugin off (no catalog needs it); a learner's own tests keep it."""
+    env = _setup(course, tmp_path, learner)
+    mine = learner / "tests_mine" / CHAPTER / "test_mine.py"
+    mine.write_text(EXAMPLE + "\n\nimport unittest\n\n\nclass TestSigns(unittest.TestCase):\n"
+                    "    def test_negative(self):\n        self.assertEqual(calc.add(-2, -3), -5)\n")
+    ran = course("selftest", cwd=learner, env=env)
+    assert "on the reference: 2 of 2 of your tests pass" in ran.out, ran.out + ran.err
+    assert "your tests catch 2 of 3" in ran.out, ran.out

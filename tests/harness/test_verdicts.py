@@ -7,7 +7,6 @@ import os
 import random
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -172,25 +171,33 @@ def test_an_unwritable_cache_only_costs_time(tmp_path, monkeypatch):  # noqa: AN
 # ---- the memo itself ----------------------------------------------------------------------------------------------
 
 
-def test_writers_at_once_lose_nothing_but_time(tmp_path):  # noqa: ANN001
-    """Several writers (each with its own memo, as processes have) append to one file at once: every
-    line read back is whole, and every answer read back is the one written for its key."""
+def _value(key: str) -> dict:
+    return {"key": key, "pad": key * 500}  # long lines: a reader meets one half written more often
+
+
+def _append(path: Path, writer: int) -> None:
+    for i in range(200):
+        if i % 10 == 0:  # a new process would start here, reading what the others are appending
+            memo = cache.Memo(path, limit=10_000)
+        memo.put(f"{writer}-{i}", _value(f"{writer}-{i}"))
+
+
+def test_writers_at_once_lose_nothing(tmp_path):  # noqa: ANN001
+    """Several processes append to one file at once while they load it again and again: nothing is
+    lost, every line read back is whole and holds the answer written for its key (a line still being
+    written when a memo loads is not mistaken for damage, which would make it write the file again)."""
+    import multiprocessing
+
     path = tmp_path / "memo.jsonl"
-    value = lambda key: {"key": key, "pad": key * 40}  # noqa: E731 - long lines tear first if any would
-
-    def write(writer: int) -> None:
-        memo = cache.Memo(path, limit=10_000)
-        for i in range(300):
-            memo.put(f"{writer}-{i}", value(f"{writer}-{i}"))
-
-    threads = [threading.Thread(target=write, args=(w,)) for w in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    writers = [multiprocessing.get_context("fork").Process(target=_append, args=(path, w)) for w in range(4)]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join(120)
+        assert w.exitcode == 0
     lines = path.read_bytes().splitlines()
-    assert len(lines) == 6 * 300 and all(json.loads(line)[1] == value(json.loads(line)[0]) for line in lines)
-    assert len(cache.Memo(path, limit=10_000).get("0-0")["pad"]) == 3 * 40
+    assert len(lines) == 4 * 200 and all(json.loads(line)[1] == _value(json.loads(line)[0]) for line in lines)
+    assert cache.Memo(path, limit=10_000).get("3-199") == _value("3-199")
 
 
 def test_a_memo_stays_within_its_bounds(tmp_path):  # noqa: ANN001

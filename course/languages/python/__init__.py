@@ -130,6 +130,7 @@ class PythonAdapter:
             "pycache": str((request.build_dir / "pycache").resolve()),
             "ahead": imports.conftests_self_contained(tests_dir, tuple(track.files), catalog),
             "preload": self._standby is not None,
+            "learners_tests": track.tests_at is not None,  # not a catalog of the course's (selftest)
             # a worker set up ahead loaded catalog files: one made before they changed is not used
             "catalog": catalog,
         }

@@ -192,6 +192,15 @@ class CatalogPlugin:
         config.option.tbstyle = "native"
 
     # Collection: only catalog tests, in catalog order, minus those already run by an earlier worker.
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pycollect_makeitem(self, collector, name, obj):  # noqa: ANN001, ANN201
+        """No items for a module's test functions that this run does not run (another worker's
+        share, or tests -k left out): building a parametrized test's items costs more than
+        collecting the rest. Tests in classes are left to the filter below."""
+        if isinstance(collector, pytest.Module) and name not in self.order and collector.istestfunction(obj, name):
+            return []
+        return None
+
     def pytest_collection_modifyitems(self, session, config, items) -> None:  # noqa: ANN001
         kept = [i for i in items if i.originalname in self.order and i.nodeid not in self.skip]
         kept.sort(key=lambda i: self.order[i.originalname])  # stable: cases keep file order
@@ -294,6 +303,10 @@ def _import_failure(name: str, exc: BaseException, code_root: str) -> str:
 # faulthandler stays: it writes the traceback of a test that crashes the interpreter.
 UNUSED_PLUGINS = ("cacheprovider", "terminal", "pastebin", "logging", "warnings", "unraisableexception",
                   "threadexception", "doctest", "junitxml", "stepwise", "legacypath")
+# And those that only the course's own catalogs are known not to use (a harness test checks it):
+# TestCase classes, the subtests fixture, --setup-only and --setup-plan. A learner's own tests
+# (`course selftest`) keep them. Each plugin costs its registration, and unittest its import.
+UNUSED_BY_CATALOGS = ("unittest", "subtests", "setuponly", "setupplan")
 
 
 def learner_modules(code_root: str, tests_root: str) -> list[str]:
@@ -339,8 +352,9 @@ def run(ready: dict[str, Any], channel: Connection, orders: Connection, spec: di
     if ready.get("preload"):
         _preload(ready["tests_dir"], code_root, ready["files"])
 
+    unused = UNUSED_PLUGINS + (() if ready.get("learners_tests") else UNUSED_BY_CATALOGS)
     args = [
-        ready["tests_dir"], *(arg for plugin in UNUSED_PLUGINS for arg in ("-p", f"no:{plugin}")),
+        ready["tests_dir"], *(arg for plugin in unused for arg in ("-p", f"no:{plugin}")),
         "--rootdir", ready["tests_dir"], "-c", os.devnull, "-W", "ignore::pytest.PytestCollectionWarning",
         # Catalog asserts carry their own messages (verify checks it), so pytest need not rewrite
         # them: importing the tests stays an ordinary, cached import.

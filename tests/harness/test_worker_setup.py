@@ -1,0 +1,68 @@
+"""What a Python worker sets up before its tests: the pytest plugins it turns off, and the items it builds."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from course.languages.python.worker import UNUSED_BY_CATALOGS
+from tiny import CHAPTER, tiny_chapter
+
+REPO = Path(__file__).resolve().parents[2]
+CATALOGS = sorted((REPO / "tests" / "python").glob("*/*.py")) + sorted((REPO / "tests" / "harness" / "synthetic" / "tests").rglob("*.py"))
+
+
+def test_no_catalog_uses_a_plugin_turned_off_for_catalogs() -> None:
+    """UNUSED_BY_CATALOGS are off in catalog runs: a catalog that needed one would lose tests
+    silently (a TestCase class not collected), so none may use them."""
+    assert set(UNUSED_BY_CATALOGS) == {"unittest", "subtests", "setuponly", "setupplan"}, "what this test checks"
+    assert len(CATALOGS) > 10
+    for path in CATALOGS:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            where = f"{path.relative_to(REPO)}:{getattr(node, 'lineno', '?')}"
+            if isinstance(node, ast.ClassDef):
+                bases = [ast.unparse(base) for base in node.bases]
+                assert not any(base.endswith("TestCase") for base in bases), f"{where}: a unittest TestCase"
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                assert "subtests" not in [a.arg for a in node.args.args], f"{where}: the subtests fixture"
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                assert not node.value.startswith(("--setup-only", "--setup-plan", "--setup-show")), where
+
+
+def test_a_worker_builds_items_only_for_the_tests_it_runs(course, tmp_path: Path) -> None:
+    """Tests outside a worker's share (or left out by -k) get no items: pytest never generates
+    their cases. Each test's cases are generated once in a run, whichever worker runs it."""
+    log = tmp_path / "generated.log"
+    tests = f'''\
+def pytest_generate_tests(metafunc):
+    with open({str(log)!r}, "a") as out:
+        out.write(metafunc.function.__name__ + "\\n")
+    metafunc.parametrize("b", [1, 2])
+
+
+def test_one(b):
+    assert calc.add(1, b) == 1 + b, "1 + b"
+
+
+def test_two(b):
+    assert calc.add(2, b) == 2 + b, "2 + b"
+
+
+def test_three(b):
+    assert calc.add(3, b) == 3 + b, "3 + b"
+
+
+def test_four(b):
+    assert calc.add(4, b) == 4 + b, "4 + b"
+'''
+    env = {"COURSE_CONTENT": str(tiny_chapter(tmp_path / "content", tests=tests, reference="def add(a, b):\n    return a + b\n"))}
+    ran = course("check", CHAPTER, "--reference", "-k", "two or four", cwd=tmp_path, env=env)
+    assert ran.code == 0 and "2 passed" in ran.out, ran.out + ran.err
+    assert sorted(log.read_text().split()) == ["test_four", "test_two"]
+    log.unlink()
+    ran = course("check", CHAPTER, "--reference", "-v", cwd=tmp_path, env=env)
+    assert ran.code == 0 and "4 passed" in ran.out, ran.out + ran.err
+    assert sorted(log.read_text().split()) == ["test_four", "test_one", "test_three", "test_two"], "once each"
+    order = [line.split()[1] for line in ran.out.splitlines() if line.strip().startswith("PASS")]
+    assert order == ["test_one", "test_two", "test_three", "test_four"], ran.out
