@@ -251,6 +251,32 @@ def test_a_conftest_that_imports_the_learner_or_reads_the_environment_is_loaded_
         assert imports.conftests_self_contained(tests, files) is ahead, text
 
 
+def test_whether_conftests_load_ahead_is_kept_between_runs_while_the_catalog_is_unchanged(tmp_path: Path,
+                                                                                          monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    files = ("agent/core.py",)
+
+    def answer() -> bool:
+        imports._conftests_self_contained.cache_clear()  # as a new process would
+        return imports.conftests_self_contained(tests, files)
+
+    (tests / "conftest.py").write_text("import pytest\n")
+    assert answer() is True
+    (kept,) = (tmp_path / "cache" / "course" / "conftests").iterdir()
+    kept.write_text(kept.read_text().replace("true", "false"))  # proves the next answer is the kept one
+    assert answer() is False
+    (tests / "conftest.py").write_text("from agent import core\n")  # the catalog changed: read again
+    assert answer() is False
+    (tests / "conftest.py").write_text("import pytest, json\n")
+    assert answer() is True
+    kept.write_text("{not json")
+    assert answer() is True
+    (tests / "helper.py").write_text("x = 1\n")  # any catalog file changed: read again, same answer
+    assert answer() is True and len(list(kept.parent.iterdir())) == 1
+
+
 def test_a_worker_set_up_before_the_catalog_changed_is_not_used(syn_chapter, tmp_path: Path) -> None:
     """An instructor editing the catalog while watching: the conftest and helpers a kept worker
     loaded may be old, so the next run starts a new worker."""
