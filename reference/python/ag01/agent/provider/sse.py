@@ -123,7 +123,7 @@ class EventReader:
                 text = text.replace("\r\n", "\n").replace("\r", "\n")
             if text[0] == "\n" and unfinished and unfinished[-1].endswith("\n"):
                 text = "\n" + text  # the blank line's two line ends came in different reads
-            # Without a LF the read ends no event (most reads of a long event do not), and `in`
+            # A text without a LF ends no event (most reads of a long event have none), and `in`
             # finds one LF many times faster than split looks for two.
             if "\n" in text:
                 blocks = self._BLANK_LINE.split(text)
