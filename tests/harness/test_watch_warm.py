@@ -5,6 +5,7 @@ included. Nothing of it outlives the watch."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -264,7 +265,7 @@ def test_whether_conftests_load_ahead_is_kept_between_runs_while_the_catalog_is_
 
     (tests / "conftest.py").write_text("import pytest\n")
     assert answer() is True
-    (kept,) = (tmp_path / "cache" / "course" / "conftests").iterdir()
+    kept = tmp_path / "cache" / "course" / "conftests.json"
     kept.write_text(kept.read_text().replace("true", "false"))  # proves the next answer is the kept one
     assert answer() is False
     (tests / "conftest.py").write_text("from agent import core\n")  # the catalog changed: read again
@@ -274,7 +275,12 @@ def test_whether_conftests_load_ahead_is_kept_between_runs_while_the_catalog_is_
     kept.write_text("{not json")
     assert answer() is True
     (tests / "helper.py").write_text("x = 1\n")  # any catalog file changed: read again, same answer
-    assert answer() is True and len(list(kept.parent.iterdir())) == 1
+    assert answer() is True
+    monkeypatch.setattr(imports, "CONFTESTS_KEPT", 3)
+    for other in range(5):  # other catalogs: the file keeps the newest answers only
+        imports._conftests_self_contained.cache_clear()
+        imports.conftests_self_contained(tmp_path / f"other{other}", files)
+    assert len(json.loads(kept.read_text())) == 3
 
 
 def test_a_worker_set_up_before_the_catalog_changed_is_not_used(syn_chapter, tmp_path: Path) -> None:
