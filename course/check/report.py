@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import click
 
 from course.check.coverage import describe_gaps
 from course.check.results import ERROR, FAIL, PASS, SKIP, TIMEOUT, CheckResult, EntryResult
+
+if TYPE_CHECKING:  # imported by junit_xml: only --junit-xml needs it
+    import xml.etree.ElementTree as ET
 
 _LABEL = {PASS: ("PASS", "green"), FAIL: ("FAIL", "red"), ERROR: ("ERROR", "red"),
           TIMEOUT: ("TIMEOUT", "yellow"), SKIP: ("SKIP", "blue")}
@@ -240,6 +242,8 @@ def results_json(result: CheckResult, sources: dict[str, str], course: dict | No
 
 
 def junit_xml(result: CheckResult, suite: str) -> ET.ElementTree:
+    import xml.etree.ElementTree as ET
+
     failed = sum(e.status == FAIL for e in result.entries)
     errors = sum(e.status in (ERROR, TIMEOUT) for e in result.entries)
     root = ET.Element("testsuite", name=suite, tests=str(result.total), failures=str(failed),

@@ -125,14 +125,34 @@ VERDICTS_KEPT = 1_000
 @lru_cache(maxsize=1)
 def _verdicts() -> Any:
     """The verdicts on request bodies, kept between runs in the user's cache (course.cache.Memo), one
-    file per version of the contract (named by the digest of its bytes, so a changed contract starts
-    empty). Validating a body costs about half a millisecond, and the first validation in a process
+    file per version of what decides them (see :func:`_judge`: a change to any of it starts an empty
+    file). Validating a body costs about half a millisecond, and the first validation in a process
     tens of milliseconds more, for importing jsonschema; clients send the same bytes run after run
     (the catalog's requests, a retry's repeat), so most checks never validate anything."""
     from course import cache
 
-    digest = hashlib.sha256(source()).hexdigest()
-    return cache.Memo(cache.folder() / "verdicts" / f"{digest}.jsonl", limit=VERDICTS_KEPT)
+    return cache.Memo(cache.folder() / "verdicts" / f"{_judge()}.jsonl", limit=VERDICTS_KEPT)
+
+
+def _judge() -> str:
+    """A digest of what decides a verdict: the contract's bytes, the code that words the errors (this
+    module and errors.py) and the installed jsonschema (its file's place, size and time: an upgrade
+    rewrites it), found without importing it."""
+    import importlib.util
+    import os
+
+    digest = hashlib.sha256(source())
+    for path in (__file__, os.path.join(os.path.dirname(__file__), "errors.py")):
+        with open(path, "rb") as code:
+            digest.update(code.read())
+    spec = importlib.util.find_spec("jsonschema")
+    origin = spec.origin if spec and spec.origin else ""
+    try:
+        stat = os.stat(origin)
+        digest.update(f"{origin}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    except OSError:  # no jsonschema to be found: validating will say so
+        digest.update(b"no jsonschema")
+    return digest.hexdigest()
 
 
 def request_body(schema_name: str, raw: bytes) -> Any:

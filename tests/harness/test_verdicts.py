@@ -132,6 +132,36 @@ def test_a_changed_contract_is_judged_afresh(kept, tmp_path, monkeypatch):  # no
     assert len(list(kept.iterdir())) == 2  # one file of verdicts per version of the contract
 
 
+def test_changed_code_or_jsonschema_starts_afresh(kept, tmp_path, monkeypatch):  # noqa: ANN001
+    """A verdict is the contract's, worded by this harness's code, found by the installed jsonschema:
+    a change to either starts a new file of verdicts (an improved wording is never hidden by an old one)."""
+    import importlib.util
+    import shutil
+    from types import SimpleNamespace
+
+    raw = json.dumps(BAD_REQUESTS["unknown role"][0]).encode()
+    expected = truth(CHAT, raw)
+    assert answer(CHAT, raw) == expected
+    first = contract._judge()
+    code = tmp_path / "code"
+    code.mkdir()
+    for name in ("contract.py", "errors.py"):
+        shutil.copy(Path(contract.__file__).with_name(name), code / name)
+    (code / "contract.py").write_text((code / "contract.py").read_text() + "\n# reworded\n")
+    original = contract.__file__
+    monkeypatch.setattr(contract, "__file__", str(code / "contract.py"))
+    _forget()
+    assert contract._judge() != first and answer(CHAT, raw) == expected
+    assert len(list(kept.iterdir())) == 2
+    monkeypatch.setattr(contract, "__file__", original)
+    assert contract._judge() == first
+    other = tmp_path / "jsonschema" / "__init__.py"
+    other.parent.mkdir()
+    other.write_text("")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: SimpleNamespace(origin=str(other)))
+    assert contract._judge() != first
+
+
 def test_a_damaged_file_of_verdicts_is_a_miss_and_is_repaired(kept):  # noqa: ANN001
     cases = [(CHAT, raw) for raw in bodies()[:60]]
     expected = [truth(schema, raw) for schema, raw in cases]

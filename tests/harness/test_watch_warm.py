@@ -5,6 +5,7 @@ included. Nothing of it outlives the watch."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -249,6 +250,37 @@ def test_a_conftest_that_imports_the_learner_or_reads_the_environment_is_loaded_
         tests.mkdir(parents=True)
         (tests / "conftest.py").write_text(text)
         assert imports.conftests_self_contained(tests, files) is ahead, text
+
+
+def test_whether_conftests_load_ahead_is_kept_between_runs_while_the_catalog_is_unchanged(tmp_path: Path,
+                                                                                          monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    files = ("agent/core.py",)
+
+    def answer() -> bool:
+        imports._conftests_self_contained.cache_clear()  # as a new process would
+        return imports.conftests_self_contained(tests, files)
+
+    (tests / "conftest.py").write_text("import pytest\n")
+    assert answer() is True
+    kept = tmp_path / "cache" / "course" / "conftests.json"
+    kept.write_text(kept.read_text().replace("true", "false"))  # proves the next answer is the kept one
+    assert answer() is False
+    (tests / "conftest.py").write_text("from agent import core\n")  # the catalog changed: read again
+    assert answer() is False
+    (tests / "conftest.py").write_text("import pytest, json\n")
+    assert answer() is True
+    kept.write_text("{not json")
+    assert answer() is True
+    (tests / "helper.py").write_text("x = 1\n")  # any catalog file changed: read again, same answer
+    assert answer() is True
+    monkeypatch.setattr(imports, "CONFTESTS_KEPT", 3)
+    for other in range(5):  # other catalogs: the file keeps the newest answers only
+        imports._conftests_self_contained.cache_clear()
+        imports.conftests_self_contained(tmp_path / f"other{other}", files)
+    assert len(json.loads(kept.read_text())) == 3
 
 
 def test_a_worker_set_up_before_the_catalog_changed_is_not_used(syn_chapter, tmp_path: Path) -> None:

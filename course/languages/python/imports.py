@@ -113,11 +113,32 @@ def conftests_self_contained(tests_dir: Path, files: tuple[str, ...],
     return _conftests_self_contained(tests_dir, files, tuple(catalog_stamps))
 
 
+# Catalogs (with their learner's file lists) whose answer is kept: the newest this many.
+CONFTESTS_KEPT = 64
+
+
 @lru_cache(maxsize=None)
-def _conftests_self_contained(tests_dir: Path, files: tuple[str, ...], stamps: tuple) -> bool:  # noqa: ARG001
+def _conftests_self_contained(tests_dir: Path, files: tuple[str, ...], stamps: tuple) -> bool:
+    """Kept in the user's cache too, in one small file, by catalog and learner's file list: reading
+    the files' syntax trees costs ~6 ms of every check, before its workers can start. Two checks
+    writing at once may lose one answer: it is found again next time."""
+    from course import cache
+
+    kept_at = cache.folder() / "conftests.json"
+    kept = cache.read_json(kept_at)
+    kept = kept if isinstance(kept, dict) else {}
+    key = "\0".join((str(tests_dir), *files))
+    now = [list(stamp) for stamp in stamps]
+    known = kept.get(key)
+    if isinstance(known, dict) and known.get("stamps") == now and isinstance(known.get("ahead"), bool):
+        return known["ahead"]
     learner = learner_packages(files)
     conftests = [folder / "conftest.py" for folder in (tests_dir, *tests_dir.parents)]
-    return all(self_contained(path, path.parent, learner) for path in conftests if path.is_file())
+    ahead = all(self_contained(path, path.parent, learner) for path in conftests if path.is_file())
+    kept.pop(key, None)  # the newest go last: the oldest are dropped first
+    kept[key] = {"stamps": now, "ahead": ahead}
+    cache.write_json(kept_at, dict(list(kept.items())[-CONFTESTS_KEPT:]))
+    return ahead
 
 
 def ahead_of_run(tests_dir: Path, code_root: Path, files: Iterable[str]) -> list[str]:
