@@ -66,3 +66,15 @@ def test_four(b):
     assert sorted(log.read_text().split()) == ["test_four", "test_one", "test_three", "test_two"], "once each"
     order = [line.split()[1] for line in ran.out.splitlines() if line.strip().startswith("PASS")]
     assert order == ["test_one", "test_two", "test_three", "test_four"], ran.out
+
+
+def test_a_catalog_run_looks_at_nothing_above_the_catalogs_folder(course, tmp_path: Path) -> None:
+    """pytest with no ini file would start collecting at the top of the file system, listing every
+    folder above the catalog and loading any conftest.py there: one that breaks every test sits
+    above this catalog, and is never loaded."""
+    content = tiny_chapter(tmp_path / "content", tests="def test_one():\n    assert calc.add(1, 2) == 3, '1 + 2'\n",
+                           reference="def add(a, b):\n    return a + b\n")
+    for above in (content, content / "tests", content / "tests" / "python"):
+        (above / "conftest.py").write_text("raise RuntimeError('a conftest above the catalog was loaded')\n")
+    ran = course("check", CHAPTER, "--reference", cwd=tmp_path, env={"COURSE_CONTENT": str(content)})
+    assert ran.code == 0 and "1 passed" in ran.out, ran.out + ran.err

@@ -352,10 +352,16 @@ def run(ready: dict[str, Any], channel: Connection, orders: Connection, spec: di
     if ready.get("preload"):
         _preload(ready["tests_dir"], code_root, ready["files"])
 
-    unused = UNUSED_PLUGINS + (() if ready.get("learners_tests") else UNUSED_BY_CATALOGS)
+    learners = bool(ready.get("learners_tests"))
+    unused = UNUSED_PLUGINS + (() if learners else UNUSED_BY_CATALOGS)
     args = [
         ready["tests_dir"], *(arg for plugin in unused for arg in ("-p", f"no:{plugin}")),
         "--rootdir", ready["tests_dir"], "-c", os.devnull, "-W", "ignore::pytest.PytestCollectionWarning",
+        # A catalog is whole in its folder. Without an ini file pytest would otherwise start its
+        # collection at the top of the file system: it lists every folder above the catalog,
+        # entry by entry (site-packages, /tmp: hundreds of them), and loads any conftest.py found
+        # there. A learner's own tests may rely on a conftest.py higher up in their repository.
+        *(() if learners else ("--confcutdir", ready["tests_dir"])),
         # Catalog asserts carry their own messages (verify checks it), so pytest need not rewrite
         # them: importing the tests stays an ordinary, cached import.
         "--assert=plain",
