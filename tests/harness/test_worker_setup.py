@@ -78,3 +78,19 @@ def test_a_catalog_run_looks_at_nothing_above_the_catalogs_folder(course, tmp_pa
         (above / "conftest.py").write_text("raise RuntimeError('a conftest above the catalog was loaded')\n")
     ran = course("check", CHAPTER, "--reference", cwd=tmp_path, env={"COURSE_CONTENT": str(content)})
     assert ran.code == 0 and "1 passed" in ran.out, ran.out + ran.err
+
+
+def test_tests_run_with_the_garbage_collector_on(course, tmp_path: Path) -> None:
+    """A worker turns the collector off while it sets up and collects (nothing there is garbage),
+    and on again before the first test: code under test runs as it would anywhere."""
+    tests = '''\
+import gc
+
+
+def test_collector():
+    assert gc.isenabled(), "the garbage collector is on during a test"
+    assert calc.add(1, 1) == 2, "1 + 1"
+'''
+    content = tiny_chapter(tmp_path / "content", tests=tests, reference="def add(a, b):\n    return a + b\n")
+    ran = course("check", CHAPTER, "--reference", cwd=tmp_path, env={"COURSE_CONTENT": str(content)})
+    assert ran.code == 0 and "1 passed" in ran.out, ran.out + ran.err

@@ -8,6 +8,7 @@ it hangs or dies is the shared runner's business (course.runner).
 from __future__ import annotations
 
 import atexit
+import gc
 import multiprocessing
 import multiprocessing.forkserver
 import multiprocessing.util
@@ -16,6 +17,8 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from multiprocessing.reduction import ForkingPickler
 from typing import Any, Callable
 
@@ -43,8 +46,22 @@ def warm() -> None:
     """Import what every worker needs into this process, so that the workers it forks start warm."""
     import importlib
 
-    for name in PRELOAD:
-        importlib.import_module(name)
+    with collector_paused():
+        for name in PRELOAD:
+            importlib.import_module(name)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The garbage collector off for a block that only builds what lives on (imports, pytest's set-up):
+    its collections there find nothing to free, and cost a tenth of the block's time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _context():  # noqa: ANN202

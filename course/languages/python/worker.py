@@ -218,6 +218,7 @@ class CatalogPlugin:
         # collect garbage after each test to find unclosed sockets would otherwise rescan it all.
         gc.collect()
         gc.freeze()
+        gc.enable()  # off since the worker started (run): the tests run as they would anywhere
 
     def pytest_collectreport(self, report) -> None:  # noqa: ANN001
         if report.failed:
@@ -328,6 +329,10 @@ def run(ready: dict[str, Any], channel: Connection, orders: Connection, spec: di
     `course check` gives the spec with the process (`spec`); `course watch` starts the next worker
     ahead of the save and sends it then."""
     processes.die_with_parent(os.getppid())  # the harness killed by SIGKILL or a closed terminal: end too
+    # Until its tests start, the worker only builds what lives on (pytest's set-up, the catalog, the
+    # code under test): no garbage to collect, so no collections (pytest_collection_finish turns the
+    # collector on again).
+    gc.disable()
     os.setsid()  # its own process group: the supervisor's kill reaches whatever a test spawns
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked harness's handler is not ours
     signal.signal(signal.SIGINT, signal.SIG_DFL)
