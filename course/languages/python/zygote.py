@@ -177,32 +177,31 @@ def _serve(harness: int, control: Connection, status: Connection, slots: list[_S
     from course.languages.python import launch, worker
 
     launch.warm()
+    unused = dict(enumerate(slots))  # the slots no worker has taken: their worker ends are still open here
     children = 0
     while True:
         try:
             slot, ready = control.recv()
         except (EOFError, OSError):
             break
+        pipes = unused.pop(slot)
         pid = os.fork()
         if pid == 0:  # the worker
-            for other, pipes in enumerate(slots):
-                if other != slot and pipes is not None:
-                    for fd in pipes.worker_side():
-                        os.close(fd)
+            for other in unused.values():
+                for fd in other.worker_side():
+                    os.close(fd)
             control.close()
             status.close()
-            events_w, orders_r = slots[slot].worker_side()
+            events_w, orders_r = pipes.worker_side()
             worker.run(ready, Connection(events_w, readable=False), Connection(orders_r, writable=False))
             os._exit(0)
         children += 1
-        for fd in slots[slot].worker_side():
+        for fd in pipes.worker_side():
             os.close(fd)
-        slots[slot] = None  # type: ignore[call-overload]
         status.send(("started", slot, pid))
-    for pipes in slots:
-        if pipes is not None:
-            for fd in pipes.worker_side():
-                os.close(fd)
+    for pipes in unused.values():
+        for fd in pipes.worker_side():
+            os.close(fd)
     while children:
         pid, code = os.wait()
         children -= 1
