@@ -11,7 +11,7 @@ EARLY_START = ("check",)
 def main() -> None:
     if sys.argv[1:2] and sys.argv[1] in EARLY_START:
         from course import languages, rundir
-        from course.check import single_run_workers
+        from course.processes import single_run_workers
 
         rundir.enter()  # first: what starts early must make its temporary files in the run's folder
         languages.start_early(single_run_workers())

@@ -359,7 +359,8 @@ def check(chapter: Any, reference: bool, select: str, case: str, stop_first: boo
     `course list` still shows the last full check.
     """
     from course import languages
-    from course.check import DEFAULT_BUDGET, DEFAULT_TIMEOUT, run_check, single_run_workers
+    from course.check import DEFAULT_BUDGET, DEFAULT_TIMEOUT, run_check
+    from course.processes import single_run_workers
     from course.check.report import TerminalReport, junit_xml, results_json, write_json, write_junit
     from course.diagnose import diagnose
     from course.learner import fingerprint
@@ -477,7 +478,8 @@ def watch(chapter: Any, timeout: float | None, budget: float | None, poll: bool)
     The tests that failed last run first.
     """
     from course import chapters, languages, watch as watching
-    from course.check import DEFAULT_BUDGET, DEFAULT_TIMEOUT, run_check, single_run_workers
+    from course.check import DEFAULT_BUDGET, DEFAULT_TIMEOUT, run_check
+    from course.processes import single_run_workers
     from course.check.report import TerminalReport
     from course.check.results import PASS
     from course.diagnose import diagnose

@@ -19,6 +19,16 @@ _live: set[int] = set()
 _stopping = threading.Event()
 
 
+def single_run_workers() -> int:
+    """Workers for one check a person waits for (check, watch): two where there are two cores to
+    run them. Commands that run many checks at once (mutants, grade, selftest) keep one each."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cores = os.cpu_count() or 1
+    return 2 if cores >= 2 else 1
+
+
 def admit() -> None:
     """Raise Stopped once kill_all() has run; called before starting a child."""
     if _stopping.is_set():

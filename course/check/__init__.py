@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Collection
 from pathlib import Path
@@ -16,16 +15,6 @@ from course.errors import BadSelection
 DEFAULT_TIMEOUT = 5.0
 # The whole check, however many tests time out: a learner waits at most this long for a verdict.
 DEFAULT_BUDGET = 120.0
-
-
-def single_run_workers() -> int:
-    """Workers for one check a person waits for (check, watch): two where there are two cores to
-    run them. Commands that run many checks at once (mutants, grade, selftest) keep one each."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        cores = os.cpu_count() or 1
-    return 2 if cores >= 2 else 1
 
 
 def default_build_dir() -> Path:

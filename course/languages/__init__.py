@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
 # language -> "module:class" of its adapter
 ADAPTERS: dict[str, str] = {
-    "python": "course.languages.python:PythonAdapter",
-    "go": "course.languages.go:GoAdapter",
+    "python": "course.languages.python.adapter:PythonAdapter",
+    "go": "course.languages.go.adapter:GoAdapter",
 }
 
 _loaded: dict[str, "Adapter"] = {}

@@ -23,9 +23,12 @@ import os
 import signal
 import sys
 import time
-from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING
 
 from course import processes
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 # How long the harness waits for the zygote to say which process a worker is: it says it as soon as
 # its imports are done, a fraction of a second; past this the zygote is taken to be stuck.
@@ -55,6 +58,10 @@ class Zygote:
         status_r, status_w = os.pipe()
         harness = os.getpid()
         pid = os.fork()
+        # multiprocessing's pipes are imported on either side of the fork, never before it: the
+        # import would delay the zygote's start by its cost (~8 ms).
+        from multiprocessing.connection import Connection
+
         if pid == 0:  # the zygote
             try:
                 for fd in (control_w, status_r, *(fd for slot in self.slots for fd in slot.harness_side())):
@@ -90,6 +97,8 @@ class Zygote:
         events_r, orders_w = self.slots[slot].harness_side()
         if self.used == len(self.slots):
             self.done()
+        from multiprocessing.connection import Connection
+
         return Forked(self, slot, Connection(events_r, writable=False), Connection(orders_w, readable=False))
 
     def done(self) -> None:
@@ -174,6 +183,8 @@ def _serve(harness: int, control: Connection, status: Connection, slots: list[_S
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # never the harness's output: a reader waiting for its end must not wait for us
         os.dup2(null, fd)
+    from multiprocessing.connection import Connection
+
     from course.languages.python import launch, worker
 
     launch.warm()

@@ -1,0 +1,165 @@
+"""The Go adapter: the catalog's Go test files overlaid on the learner's module (`go test -overlay`),
+built once into a test binary, run under test2json one process per worker (see build.py, worker.py).
+
+Its manifest section needs no field of its own: the track's files include the module's go.mod, and
+the catalog folder is laid out as the module. Catalogs read COURSE_FIXTURES and COURSE_FAKE_MODEL_URL
+from the environment like every other language's. A learner's own tests (`course selftest`) are the
+_test.go files of their module, overlaid on the reference the same way and named by their functions.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Mapping
+
+from course import processes
+from course.chapters import Chapter, Track
+from course.check.results import FileCoverage
+from course.errors import CodeProblem, UsageError
+from course.languages.go import build, coverage, toolchain
+from course.languages.go.worker import Done, Worker
+from course.languages.protocol import Prepared, RunRequest
+
+# Go keeps initialisms upper case in names (golint's list): api_error -> APIError, sse_spec -> SSESpec
+INITIALISMS = {"api", "ascii", "cpu", "css", "dns", "eof", "html", "http", "https", "id", "io", "ip", "json",
+               "llm", "rpc", "sql", "sse", "tcp", "tls", "ttl", "udp", "ui", "uid", "uri", "url", "utf8", "uuid", "xml"}
+
+
+class GoAdapter:
+    name = "go"
+    exit_call = "os.Exit"
+    # One test binary runs the whole catalog about as fast as a bare `go test`: a second one would
+    # cost a second process start and link for little.
+    splits = False
+
+    def test_name(self, entry: str) -> str:
+        """'api_error_not_retried' -> 'TestAPIErrorNotRetried'. A learner's own test is named by its
+        function already ('TestTwoEvents'): catalog names are lower case, so the two never meet."""
+        if entry.startswith("Test"):
+            return entry
+        return "Test" + "".join(w.upper() if w in INITIALISMS else w[:1].upper() + w[1:] for w in entry.split("_"))
+
+    def learner_tests_folder(self, track: Track, root: Path) -> Path:
+        """Where a learner's own tests are: anywhere in their module, next to the code they test, as
+        any Go test is (so `go test ./...` runs them on the learner's code too). A catalog build
+        leaves them out (build.overlay)."""
+        return build.module_root(track, root)
+
+    def learner_tests(self, folder: Path) -> list[str]:
+        """The test functions of the learner's _test.go files in `folder` (their module), by their Go
+        names, in file order; `test_name` gives each back unchanged."""
+        return list(build.test_functions(folder))
+
+    def prepare(self, request: RunRequest) -> Prepared:
+        if request.cases:
+            # a subtest is known only once it runs, so the runner cannot choose among them beforehand
+            raise UsageError("--case is not available in the Go track yet: choose tests with -k")
+        tests = [self.test_name(n) for n in request.tests]
+        built, problem = build.build(request.track, request.code_root, tests, request.build_dir,
+                                     env=self._env(request), cover=request.coverage_dir is not None,
+                                     origin=request.origin)
+        return Prepared(problem=problem, artifact=built)
+
+    def start(self, request: RunRequest, prepared: Prepared, skip: frozenset[str]) -> Worker | Done:
+        built: build.Built = prepared.artifact
+        # a test any of whose cases was reported ran in an earlier worker: it is not run again
+        done = {key.split("/", 1)[0] for key in skip}
+        names = {self.test_name(n): n for n in request.tests}
+        for package, binary in built.binaries.items():
+            chosen = {t: e for t, e in names.items() if t not in done and built.packages.get(t) == package}
+            if chosen:
+                cover = f"{request.coverage_dir}/cover" if request.coverage_dir else ""
+                # a copy built as its origin names the origin's files in panics: shown as the copy's
+                shown = (built.compiled_in, request.origin or request.code_root)
+                return Worker(binary, built.module_root / package, *shown, chosen,
+                              {**self._env(request), **built.env}, timeout=request.timeout, shuffle=request.shuffle,
+                              cover_profile=cover)
+        return Done()
+
+    def _env(self, request: RunRequest) -> dict[str, str]:
+        return toolchain.environment(dict(request.env))
+
+    def gremlins(self, chapter: Chapter, track: Track, *, echo: Callable[[str], None]) -> "gremlins.GremlinsReport":
+        """gremlins' broad mutation score of the track's catalog (`course mutants --gremlins`)."""
+        from course.languages.go import gremlins
+
+        return gremlins.run_gremlins(chapter, track, echo=echo)
+
+    @contextmanager
+    def ahead(self, request: RunRequest, workers: int) -> Iterator[None]:
+        """Nothing to start ahead: the test binary is built by prepare."""
+        yield
+
+    @contextmanager
+    def standby(self) -> Iterator[None]:
+        """For `course watch`: find the toolchain once; the build cache is go's own."""
+        toolchain.find()
+        yield
+
+    def commentary_lines(self, text: str) -> set[int]:
+        """Lines (1-based) that hold only comments or nothing: what `course diff` leaves out by default."""
+        quiet, in_block = set(), False
+        for n, line in enumerate(text.splitlines(), 1):
+            stripped = line.strip()
+            if in_block:
+                quiet.add(n)
+                in_block = "*/" not in stripped
+            elif not stripped or stripped.startswith("//"):
+                quiet.add(n)
+            elif stripped.startswith("/*"):
+                quiet.add(n)
+                in_block = "*/" not in stripped[2:]
+        return quiet
+
+    def read_coverage(self, request: RunRequest) -> dict[str, FileCoverage]:
+        return coverage.read(request.coverage_dir, build.module_root(request.track, request.code_root),
+                             request.code_root, request.track.files)
+
+    def test_sources(self, track: Track) -> dict[str, str]:
+        return {name: source for name, (_, source) in build.test_functions(track.tests).items()}
+
+    def catalog_problems(self, track: Track) -> list[str]:
+        """No go.mod among the track's files; Go files of the catalog (its tests, the demonstration)
+        that gofmt would change (learners read them)."""
+        problems = []
+        if not any(f == "go.mod" or f.endswith("/go.mod") for f in track.files):
+            problems.append("the track's files name no go.mod: the Go adapter builds the code as a module")
+        gofmt = shutil.which("gofmt")
+        files = sorted(str(p) for p in track.tests.rglob("*.go"))
+        if gofmt and files:
+            done = subprocess.run([gofmt, "-l", *files], capture_output=True, text=True, check=False)
+            problems += [f"{Path(f).name}: not gofmt-formatted" for f in done.stdout.split()]
+        return problems
+
+    def has_docstring(self, source: str, symbol: str) -> bool:
+        """Whether `symbol` ('EventReader.Next', 'Delay', '' for the package) has a doc comment."""
+        if not symbol:
+            pattern = r"(?m)^//[^\n]*\n(?://[^\n]*\n)*package \w+"
+        elif "." in symbol:
+            receiver, method = symbol.split(".", 1)
+            pattern = rf"(?m)^//[^\n]*\nfunc \(\w* ?\*?{re.escape(receiver)}\) {re.escape(method)}\("
+        else:
+            name = re.escape(symbol)
+            pattern = rf"(?m)^//[^\n]*\n(?:func {name}\(|type {name}\b|var {name}\b|const {name}\b)"
+        return re.search(pattern, source) is not None
+
+    def exclusion_problems(self, track: Track) -> list[str]:
+        return []  # Go has no way to leave lines out of its coverage
+
+    def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str],
+                   *, timeout: float) -> int:
+        """Build the chapter's program (a main package beside the catalog) into the learner's module
+        and run it there: a compile error is one problem at the learner's file:line."""
+        with tempfile.TemporaryDirectory(prefix="course-go-run-") as folder:
+            environment = toolchain.environment(dict(env))
+            binary, problem = build.build_program(track, code_root, script, Path(folder), env=environment)
+            if problem:
+                raise CodeProblem(problem)
+            return processes.run_bounded([str(binary), *args], cwd=code_root, env=environment, timeout=timeout,
+                                         what="the demonstration")
