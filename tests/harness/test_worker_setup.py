@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
+
+import pytest
 
 from course.languages.python.worker import UNUSED_BY_CATALOGS
 from tiny import CHAPTER, tiny_chapter
@@ -94,3 +97,37 @@ def test_collector():
     content = tiny_chapter(tmp_path / "content", tests=tests, reference="def add(a, b):\n    return a + b\n")
     ran = course("check", CHAPTER, "--reference", cwd=tmp_path, env={"COURSE_CONTENT": str(content)})
     assert ran.code == 0 and "1 passed" in ran.out, ran.out + ran.err
+
+
+def test_cores_of_their_own() -> None:
+    """The workers of a split run get a core each; a run of one worker, or of more workers than cores, none."""
+    from course.languages.python.launch import cores_of_their_own
+
+    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
+    assert cores_of_their_own(1) == [None], "a lone worker (one of many checks at once) is the scheduler's"
+    assert cores_of_their_own(len(usable) + 1) == [None] * (len(usable) + 1)
+    if len(usable) >= 2:
+        cores = cores_of_their_own(2)
+        assert len(set(cores)) == 2 and set(cores) <= usable, cores
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="a worker keeps to a core of its own only where there are two to share out")
+def test_the_workers_of_a_check_each_keep_to_a_core_of_their_own(course, tmp_path: Path) -> None:
+    """`course check` splits a catalog between two workers; each runs on one core, not the same one."""
+    log = tmp_path / "cores.log"
+    tests = "".join(f'''
+
+def test_{name}():
+    import os
+    with open({str(log)!r}, "a") as out:
+        out.write(f"{{os.getpid()}} {{sorted(os.sched_getaffinity(0))}}\\n")
+    assert calc.add(1, 1) == 2, "1 + 1"
+''' for name in ("one", "two"))
+    content = tiny_chapter(tmp_path / "content", tests=tests, reference="def add(a, b):\n    return a + b\n")
+    ran = course("check", CHAPTER, "--reference", cwd=tmp_path, env={"COURSE_CONTENT": str(content)})
+    assert ran.code == 0 and "2 passed" in ran.out, ran.out + ran.err
+    seen = dict(line.split(" ", 1) for line in log.read_text().splitlines())
+    assert len(seen) == 2, f"two workers, one test each: {seen}"
+    cores = [ast.literal_eval(affinity) for affinity in seen.values()]
+    assert all(len(c) == 1 for c in cores) and cores[0] != cores[1], cores

@@ -112,8 +112,9 @@ class Worker:
     with go(). `course check` calls go() straight away; `course watch` keeps one worker ready
     ahead of the next save (Standby)."""
 
-    def __init__(self, ready: dict[str, Any], spec: dict[str, Any] | None = None) -> None:
-        """Start a worker getting ready for `ready`; its run is `spec` when given, else the one go() sends."""
+    def __init__(self, ready: dict[str, Any], spec: dict[str, Any] | None = None, core: int | None = None) -> None:
+        """Start a worker getting ready for `ready`; its run is `spec` when given, else the one go() sends.
+        With `core`, the worker keeps to that core (see cores_of_their_own)."""
         processes.admit()
         self.ready = ready
         self.on_close: Callable[[], None] | None = None
@@ -121,7 +122,7 @@ class Worker:
         self.pending: list[bytes] = []  # messages read while waiting for WAITING
         self.stderr = tempfile.NamedTemporaryFile(prefix="course-run-", suffix=".err", delete=False)
         try:
-            full = {**ready, "stderr_path": self.stderr.name}
+            full = {**ready, "stderr_path": self.stderr.name, "core": core}
             # the zygote's: forked warm from a copy of the harness that imported while the command started
             forked = zygote.spawn(full) if spec is None else None
             if forked is not None:
@@ -232,6 +233,25 @@ class Worker:
         self.close()
 
 
+def cores_of_their_own(count: int) -> list[int | None]:
+    """A core for each of the `count` workers of a run that is split among several, where this
+    process may use that many; else None for each (the scheduler places them). A worker's threads
+    take turns constantly: a test's client and the servers it talks to hand over at every exchange,
+    and a hand-over to a thread on another core wakes that core, several times slower than one on
+    the same core. Python runs one thread of a process at a time anyway, so the worker loses little.
+    A run with one worker is left alone: commands that run many checks at once (mutants, grade)
+    give each one worker, and must not crowd them onto one core. The cores start at an offset drawn
+    from the process id, so that two checks started at once are unlikely to share theirs."""
+    try:
+        usable = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return [None] * count
+    if count < 2 or count > len(usable):
+        return [None] * count
+    offset = os.getpid() % len(usable)
+    return [usable[(offset + i) % len(usable)] for i in range(count)]
+
+
 def start(ready: dict[str, Any], spec: dict[str, Any]) -> Worker:
     """A new worker, running `spec` as soon as it is ready."""
     return Worker(ready, spec)
@@ -250,9 +270,10 @@ class Kept:
         for spare in [s for s in self.spares if s.ready != ready]:
             self.spares.remove(spare)
             spare.discard()
+        cores = cores_of_their_own(count)
         try:
             while len(self.spares) < count:
-                self.spares.append(Worker(ready))
+                self.spares.append(Worker(ready, core=cores[len(self.spares)]))
         except (Stopped, InternalError):  # an interrupt is ending the command: no run to get ready for
             return
         finally:

@@ -333,6 +333,8 @@ def run(ready: dict[str, Any], channel: Connection, orders: Connection, spec: di
     # code under test): no garbage to collect, so no collections (pytest_collection_finish turns the
     # collector on again).
     gc.disable()
+    if ready.get("core") is not None:
+        _keep_to(ready["core"])
     os.setsid()  # its own process group: the supervisor's kill reaches whatever a test spawns
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked harness's handler is not ours
     signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -383,6 +385,15 @@ def run(ready: dict[str, Any], channel: Connection, orders: Connection, spec: di
     else:
         events.send(Finished())
     _end()
+
+
+def _keep_to(core: int) -> None:
+    """Run on this core only (see course.languages.python.launch.cores_of_their_own); where that
+    cannot be done, wherever the scheduler puts the worker."""
+    try:
+        os.sched_setaffinity(0, {core})
+    except OSError:
+        pass
 
 
 def _preload(tests_dir: str, code_root: str, files: list[str]) -> None:
