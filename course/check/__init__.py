@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 from collections.abc import Collection
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from course import cache
-from course.chapters import Chapter, Track
 from course.check.results import FAIL_STATUSES, CaseResult, CheckResult, EntryResult
 from course.errors import BadSelection
+
+if TYPE_CHECKING:  # a worker imports the package (for results.Status), and needs no manifest
+    from course.chapters import Chapter, Track
 
 DEFAULT_TIMEOUT = 5.0
 # The whole check, however many tests time out: a learner waits at most this long for a verdict.
@@ -19,6 +20,8 @@ DEFAULT_BUDGET = 120.0
 
 def default_build_dir() -> Path:
     """Where build products go when the caller names no folder: the user's cache, kept between runs."""
+    from course import cache
+
     return cache.folder()
 
 

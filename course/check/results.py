@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
 
-from course.chapters import CatalogEntry
+if TYPE_CHECKING:  # a worker imports this module (for Status), and needs no manifest
+    from course.chapters import CatalogEntry
 
 
 class Status(str, Enum):

@@ -28,10 +28,12 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, ContextManager, Mapping, Optional, Protocol, Union
+from typing import TYPE_CHECKING, Any, ContextManager, Mapping, Optional, Protocol, Union
 
-from course.chapters import Track
 from course.check.results import FileCoverage, Status
+
+if TYPE_CHECKING:  # a worker imports this module, and needs no manifest
+    from course.chapters import Track
 
 FIXTURES_VAR = "COURSE_FIXTURES"
 SCRATCH_VAR = "COURSE_SCRATCH"
