@@ -920,10 +920,10 @@ def test_stalled_stream_times_out(server, second_server, sleeps):
     """A server that goes silent in the middle of a stream: after Config.timeout without a byte, the stream
     ends with an ErrorDelta holding a TimeoutError, directly and through with_retry (no retry).
 
-    The timeout is short (0.02 s) to keep the catalog fast, and the two runs wait it out at the same
+    The timeout is short (0.01 s) to keep the catalog fast, and the two runs wait it out at the same
     time, each against a server of its own (the direct run in a second thread): they share nothing but
     the clock, so the test costs one timeout instead of two. On a busy machine even the answer's head
-    can come later than 0.02 s: a short run that goes wrong in any way is run again with a 0.5 s
+    can come later than 0.01 s: a short run that goes wrong in any way is run again with a 0.5 s
     timeout, and that run is the one judged. A slow machine costs time, never a wrong verdict, and a
     client that is wrong is wrong at both timeouts."""
 
@@ -940,7 +940,7 @@ def test_stalled_stream_times_out(server, second_server, sleeps):
 
     def run(srv, wrapped: bool) -> tuple[list, int, list]:
         try:
-            short = run_once(srv, wrapped, 0.02)
+            short = run_once(srv, wrapped, 0.01)
         except Exception:  # noqa: BLE001 - judged at the longer timeout below
             pass
         else:
@@ -1542,18 +1542,20 @@ def test_sse_any_reads_same_events():
 
 
 def test_sse_linear_time():
-    """One 20 MiB event read 1 KiB at a time is read in linear time: a few hundredths of a second here,
-    where rebuilding the pending text on every read (buf = buf + text) takes minutes, far beyond the
-    test's time limit.
+    """One 14 MiB event read 512 bytes at a time is read in linear time: a few hundredths of a second
+    here, where rebuilding the pending text on every read (buf = buf + text) takes minutes, far beyond
+    the test's time limit.
 
-    The reads are "data: ", then 20480 reads of the same 1 KiB block, then the blank line and [DONE]:
-    what a 20 MiB body read 1 KiB at a time gives, without first building and slicing 20 MiB here."""
-    block = b"x" * 1024
-    count = 20 * 1024
+    The reads are "data: ", then 28672 reads of the same 512-byte block, then the blank line and [DONE]:
+    what a 14 MiB body read 512 bytes at a time gives, without first building and slicing 14 MiB here.
+    The size and the read go together: the copies of a quadratic reader grow with size squared over
+    read size, the same here as for 20 MiB read 1 KiB at a time, while linear work is less than half."""
+    block = b"x" * 512
+    count = 14 * 2048
     reads = itertools.chain([b"data: "], itertools.repeat(block, count), [b"\n\ndata: [DONE]\n\n"])
     lengths = [len(e.data) for e in sse.EventReader(PiecesReader(reads), read_size=len(block))]
     size = count * len(block)
-    assert lengths == [size, 6], f"a 20 MiB event then [DONE], 1 KiB reads: got events of lengths {lengths}, want [{size}, 6]"
+    assert lengths == [size, 6], f"a 14 MiB event then [DONE], 512-byte reads: got events of lengths {lengths}, want [{size}, 6]"
 
 
 def test_sse_large_event(chunked):

@@ -1995,20 +1995,20 @@ func shrink(lines []string, cuts []int) ([]string, []int) {
 }
 
 func TestSSELinearTime(t *testing.T) {
-	// One 20 MiB event read 1 KiB at a time: linear work takes a fraction of a second; searching or
+	// One 14 MiB event read 512 bytes at a time: linear work takes a fraction of a second; searching or
 	// copying the pending line again on every read takes minutes, far beyond the test's time limit.
-	const size = 20 << 20
+	const size = 14 << 20
 	body := make([]byte, 0, size+32)
 	body = append(body, "data: "...)
 	body = append(body, bytes.Repeat([]byte("x"), size)...)
 	body = append(body, "\n\ndata: [DONE]\n\n"...)
-	events, end := readEvents(chunked(body, 1024))
+	events, end := readEvents(chunked(body, 512))
 	var lengths []int
 	for _, e := range events {
 		lengths = append(lengths, len(e.Data))
 	}
 	if !reflect.DeepEqual(lengths, []int{size, 6}) || end != io.EOF {
-		t.Errorf("a 20 MiB event then [DONE], 1 KiB reads: got events of lengths %v ending in %v, want [%d 6] and io.EOF", lengths, end, size)
+		t.Errorf("a 14 MiB event then [DONE], 512-byte reads: got events of lengths %v ending in %v, want [%d 6] and io.EOF", lengths, end, size)
 	}
 }
 
