@@ -155,10 +155,18 @@ class _Share:
         self.known: dict[str, CaseId] = {}
         self.worker: Worker | None = None
         self.current = ""  # the case running now
+        self.order: tuple[str, ...] = ()  # the current worker's cases, when it runs them in order unannounced
+        self.cursor = 0  # where in `order` the case running now is, or a case before it
         self.finished = False  # the worker ran all it was given, or the share cannot go on
         self.over = False  # no worker will run anything more of this share
         self.progress = 0  # cases done when the current worker started
         self.heard = 0.0  # when the worker last said something (monotonic)
+
+    def next_case(self) -> str:
+        """The case an unannounced worker runs now: the first of its order not reported yet."""
+        while self.cursor < len(self.order) and self.order[self.cursor] in self.done:
+            self.cursor += 1
+        return self.order[self.cursor] if self.cursor < len(self.order) else ""
 
     def complete(self, entry: str) -> bool:
         """Whether every case of `entry` is reported: none can follow."""
@@ -198,7 +206,7 @@ class _Supervisor:
         return self.outcome
 
     def start(self, share: _Share) -> None:
-        share.progress, share.current, share.finished = len(share.done), "", False
+        share.progress, share.current, share.finished, share.order = len(share.done), "", False, ()
         share.worker = self.adapter.start(replace(self.request, tests=share.tests), self.prepared,
                                           frozenset(share.done))
         share.heard = time.monotonic()
@@ -249,6 +257,9 @@ class _Supervisor:
                 share.worker.kill()
                 self.ended(share)
             else:
+                if not event.starts_said:
+                    share.order, share.cursor = tuple(c.key for c in event.cases), 0
+                    share.current = share.next_case()
                 self.report()  # a test with no case is complete
         elif isinstance(event, CaseStarted):
             share.current = event.key
@@ -259,6 +270,8 @@ class _Supervisor:
             if event.status == TIMEOUT and self.skip_rest_of(share, event.key):
                 share.worker.kill()  # it would run the cases just reported as not run: start again
                 self.ended(share)
+            else:
+                share.current = share.next_case()
         elif isinstance(event, Problem):
             self.outcome.problem = self.outcome.problem or event.message
             for each in self.shares:  # the code cannot run: no share goes on

@@ -143,6 +143,63 @@ def test_a_test_past_its_deadline_is_stopped_and_the_rest_run(tmp_path: Path) ->
     assert "did not finish within" in outcome.cases[-1].message and "--timeout" in outcome.cases[-1].message
 
 
+# A worker that runs its cases in the order it collected them may say only when each ends
+# (Collected(..., starts_said=False)): the runner then knows the case running from that order.
+
+
+def finishing(cases: list[CaseId], status: Status = Status.PASS) -> list:
+    return [CaseFinished(c.key, status) for c in cases]
+
+
+def test_an_unannounced_worker_dying_blames_the_case_after_the_last_one_it_finished(tmp_path: Path) -> None:
+    def dies_in_b1(cases: list[CaseId]):  # noqa: ANN202
+        return [Collected(tuple(cases), starts_said=False), *finishing(cases[:1])], Ended(-9)
+
+    def dies_at_once(cases: list[CaseId]):  # noqa: ANN202
+        return [Collected(tuple(cases), starts_said=False)], Ended(3)
+
+    def the_rest(cases: list[CaseId]):  # noqa: ANN202
+        return [Collected(tuple(cases), starts_said=False), *finishing(cases), Finished()], Ended(0)
+
+    adapter = ScriptedAdapter([dies_in_b1, dies_at_once, the_rest])
+    outcome = runner.run(adapter, request(tmp_path))
+    assert statuses(outcome) == [("a", "", "pass"), ("b", "1", "error"), ("b", "2", "error"), ("c", "", "pass")]
+    assert outcome.cases[1].message == "the test process was killed by SIGKILL during this test"
+    assert adapter.skips == [frozenset(), frozenset({"t::a", "t::b[1]"}), frozenset({"t::a", "t::b[1]", "t::b[2]"})]
+
+
+def test_an_unannounced_case_past_its_deadline_is_the_one_stopped(tmp_path: Path) -> None:
+    def hangs_in_b2(cases: list[CaseId]):  # noqa: ANN202
+        return [Collected(tuple(cases), starts_said=False), *finishing(cases[:2]), Hang()], Ended(-9)
+
+    def the_rest(cases: list[CaseId]):  # noqa: ANN202
+        return [Collected(tuple(cases), starts_said=False), *finishing(cases), Finished()], Ended(0)
+
+    outcome = runner.run(ScriptedAdapter([hangs_in_b2, the_rest]), request(tmp_path))
+    assert statuses(outcome) == [("a", "", "pass"), ("b", "1", "pass"), ("b", "2", "timeout"), ("c", "", "pass")]
+
+
+def test_an_unannounced_worker_that_ends_after_its_last_case_blames_no_case(tmp_path: Path) -> None:
+    def ends_without_finished(cases: list[CaseId]):  # noqa: ANN202
+        return [Collected(tuple(cases), starts_said=False), *finishing(cases)], Ended(1, "Fatal")
+
+    outcome = runner.run(ScriptedAdapter([ends_without_finished]), request(tmp_path))
+    assert [s for _, _, s in statuses(outcome)] == ["pass"] * 4
+    assert outcome.problem == ""
+
+
+def test_an_unannounced_timeout_skips_the_rest_of_its_test_and_blames_nothing_else(tmp_path: Path) -> None:
+    def times_out_in_b1(cases: list[CaseId]):  # noqa: ANN202
+        return [Collected(tuple(cases), starts_said=False), *finishing(cases[:1]),
+                *finishing(cases[1:2], Status.TIMEOUT), Hang()], Ended(-9)
+
+    def the_rest(cases: list[CaseId]):  # noqa: ANN202
+        return [Collected(tuple(cases), starts_said=False), *finishing(cases), Finished()], Ended(0)
+
+    outcome = runner.run(ScriptedAdapter([times_out_in_b1, the_rest]), request(tmp_path))
+    assert statuses(outcome) == [("a", "", "pass"), ("b", "1", "timeout"), ("b", "2", "skip"), ("c", "", "pass")]
+
+
 def test_a_problem_event_ends_the_run_with_its_message(tmp_path: Path) -> None:
     adapter = ScriptedAdapter([lambda cases: ([Problem("importing pkg.calc failed: ValueError: no")], Ended(0))])
     outcome = runner.run(adapter, request(tmp_path))
@@ -179,7 +236,8 @@ def test_the_catalog_gets_fixtures_and_a_scratch_folder_through_the_environment(
 
 
 @pytest.mark.parametrize("event", [
-    Collected((CaseId("k", "e", "c"),)), CaseStarted("k"), Problem("p"), Finished(),
+    Collected((CaseId("k", "e", "c"),)), Collected((CaseId("k", "e"),), starts_said=False), CaseStarted("k"),
+    Problem("p"), Finished(),
     CaseFinished("k", Status.FAIL, message="m", where="f.py:1", test_line="t.py:2", details="d", output="o",
                  duration=0.5, failed_at="t.py:2 AssertionError"),
 ])

@@ -14,6 +14,7 @@ import gc
 import os
 import signal
 import sys
+import time
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,7 +27,7 @@ import pytest
 from course import content, processes
 from course.check.results import Status
 from course.languages.python.launch import WAITING
-from course.languages.protocol import CaseFinished, CaseId, CaseStarted, Collected, Event, Finished, Problem, encode
+from course.languages.protocol import CaseFinished, CaseId, Collected, Event, Finished, Problem, encode
 
 
 class TestTimeout(BaseException):
@@ -148,6 +149,10 @@ class CatalogPlugin:
         self.measure = None  # coverage.py's recorder, when the run asks for coverage
         self.path_at_setup = set(sys.path)
         self.current: dict[str, Any] = {}
+        # A case's duration is the worker's whole time on it, from the end of the case before (the
+        # first: from its start), not only pytest's timings of its phases: the hooks around them
+        # cost a light test as much again, and the runner shares tests out by these durations.
+        self.last_end: float | None = None
         self.ran = False  # whether any test started
 
     def begin(self) -> None:
@@ -210,7 +215,10 @@ class CatalogPlugin:
         if dropped:
             config.hook.pytest_deselected(items=dropped)
         items[:] = kept
-        self.events.send(Collected(tuple(CaseId(i.nodeid, self.entries[i.originalname], _case_of(i.nodeid)) for i in kept)))
+        # pytest runs the items in this order, each after the one before it ends: the runner knows
+        # which case runs without a CaseStarted for each
+        self.events.send(Collected(tuple(CaseId(i.nodeid, self.entries[i.originalname], _case_of(i.nodeid)) for i in kept),
+                                   starts_said=False))
 
     def pytest_collection_finish(self, session) -> None:  # noqa: ANN001
         # Everything imported so far (pytest, the harness, the catalog, the code under test) lives
@@ -228,8 +236,9 @@ class CatalogPlugin:
 
     def pytest_runtest_logstart(self, nodeid, location) -> None:  # noqa: ANN001
         self.current = {"key": nodeid, "status": Status.PASS, "duration": 0.0}
+        if self.last_end is None:
+            self.last_end = time.perf_counter()
         self.ran = True
-        self.events.send(CaseStarted(nodeid))
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item):  # noqa: ANN001, ANN201
@@ -243,7 +252,6 @@ class CatalogPlugin:
         return report
 
     def record(self, report, call) -> None:  # noqa: ANN001
-        self.current["duration"] += report.duration
         if report.skipped and call.when in ("setup", "call"):
             self.current["status"] = Status.SKIP
         if not report.failed or self.current["status"] not in (Status.PASS, Status.SKIP):
@@ -266,6 +274,9 @@ class CatalogPlugin:
             self.current["output"] = report.capstdout[-MAX_OUTPUT:]
 
     def pytest_runtest_logfinish(self, nodeid, location) -> None:  # noqa: ANN001
+        now = time.perf_counter()
+        self.current["duration"] = now - self.last_end
+        self.last_end = now
         self.events.send(CaseFinished(**self.current))
 
 
