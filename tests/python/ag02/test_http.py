@@ -92,8 +92,9 @@ class Loopback:
                 writer.write(reply.head + b"".join(reply.pieces))
                 await writer.drain()
             if reply.end == "reset":
-                # A reset discards what the client has not read yet: let it read the events first.
-                await asyncio.sleep(0.05)
+                if reply.head or reply.pieces:
+                    # A reset may discard what the client has not read yet: let it read the events first.
+                    await asyncio.sleep(0.05)
                 linger = struct.pack("ii", 1, 0)  # closing with a zero linger sends RST, not FIN
                 writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
                 writer.transport.abort()
