@@ -18,7 +18,9 @@ CATALOGS = sorted((REPO / "tests" / "python").glob("*/*.py")) + sorted((REPO / "
 def test_no_catalog_uses_a_plugin_turned_off_for_catalogs() -> None:
     """UNUSED_BY_CATALOGS are off in catalog runs: a catalog that needed one would lose tests
     silently (a TestCase class not collected), so none may use them."""
-    assert set(UNUSED_BY_CATALOGS) == {"unittest", "subtests", "setuponly", "setupplan"}, "what this test checks"
+    assert set(UNUSED_BY_CATALOGS) == {"unittest", "subtests", "setuponly", "setupplan", "debugging", "skipping",
+                                       "tmpdir", "monkeypatch", "recwarn", "python_path"}, "what this test checks"
+    fixtures_off = {"tmp_path", "tmp_path_factory", "tmpdir", "tmpdir_factory", "monkeypatch", "recwarn"}
     assert len(CATALOGS) > 10
     for path in CATALOGS:
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -28,7 +30,15 @@ def test_no_catalog_uses_a_plugin_turned_off_for_catalogs() -> None:
                 bases = [ast.unparse(base) for base in node.bases]
                 assert not any(base.endswith("TestCase") for base in bases), f"{where}: a unittest TestCase"
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                assert "subtests" not in [a.arg for a in node.args.args], f"{where}: the subtests fixture"
+                params = {a.arg for a in node.args.args}
+                assert "subtests" not in params, f"{where}: the subtests fixture"
+                assert not params & fixtures_off, f"{where}: the fixture(s) {params & fixtures_off}"
+            if isinstance(node, ast.Attribute) and node.attr in ("skip", "skipif", "xfail") and "mark" in ast.unparse(node):
+                raise AssertionError(f"{where}: a {node.attr} mark (skipping is off)")
+            if isinstance(node, ast.Constant) and node.value in fixtures_off:
+                raise AssertionError(f"{where}: the fixture {node.value!r} asked for by name")
+            if isinstance(node, ast.Attribute) and node.attr in ("set_trace", "breakpoint"):
+                raise AssertionError(f"{where}: a debugger (--pdb and its plugin are off)")
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 assert not node.value.startswith(("--setup-only", "--setup-plan", "--setup-show")), where
 

@@ -316,9 +316,12 @@ def _import_failure(name: str, exc: BaseException, code_root: str) -> str:
 UNUSED_PLUGINS = ("cacheprovider", "terminal", "pastebin", "logging", "warnings", "unraisableexception",
                   "threadexception", "doctest", "junitxml", "stepwise", "legacypath")
 # And those that only the course's own catalogs are known not to use (a harness test checks it):
-# TestCase classes, the subtests fixture, --setup-only and --setup-plan. A learner's own tests
-# (`course selftest`) keep them. Each plugin costs its registration, and unittest its import.
-UNUSED_BY_CATALOGS = ("unittest", "subtests", "setuponly", "setupplan")
+# TestCase classes, the subtests fixture, --setup-only and --setup-plan, --pdb, skip and xfail
+# marks, the tmp_path, monkeypatch and recwarn fixtures, the pythonpath ini setting. A learner's
+# own tests (`course selftest`) keep them. Each plugin costs its registration (pytest scans every
+# name a plugin module holds for fixtures, in every worker), and unittest its import.
+UNUSED_BY_CATALOGS = ("unittest", "subtests", "setuponly", "setupplan", "debugging", "skipping", "tmpdir",
+                      "monkeypatch", "recwarn", "python_path")
 
 
 def learner_modules(code_root: str, tests_root: str) -> list[str]:
