@@ -152,8 +152,12 @@ class CatalogPlugin:
         # A case's duration is the worker's whole time on it, from the end of the case before (the
         # first: from its start), not only pytest's timings of its phases: the hooks around them
         # cost a light test as much again, and the runner shares tests out by these durations.
-        self.last_end: float | None = None
-        self.ran = False  # whether any test started
+        self.last_end: float | None = None  # None until a test starts
+
+    @property
+    def ran(self) -> bool:
+        """Whether any test started."""
+        return self.last_end is not None
 
     def begin(self) -> None:
         """Wait for the run's spec, then put the code under test on the path and import it, fresh.
@@ -238,7 +242,6 @@ class CatalogPlugin:
         self.current = {"key": nodeid, "status": Status.PASS, "duration": 0.0}
         if self.last_end is None:
             self.last_end = time.perf_counter()
-        self.ran = True
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item):  # noqa: ANN001, ANN201
