@@ -15,6 +15,7 @@ from typing import Any, Mapping, Optional
 
 from course import content
 from course.errors import ManifestError, UnknownChapter, UnknownLanguage
+from course.languages.registry import DEFAULT_LANGUAGE
 
 # The manifest format this harness reads; a manifest says which one it is written in.
 FORMAT_VERSION = 1
@@ -159,7 +160,7 @@ class Chapter:
             return self
         return replace(self, catalog=tuple(e for e in self.catalog if e.name in track.catalog))
 
-    def track(self, language: str = "python") -> Track:
+    def track(self, language: str = DEFAULT_LANGUAGE) -> Track:
         try:
             return self.tracks[language]
         except KeyError:

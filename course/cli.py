@@ -19,6 +19,7 @@ import click
 
 from course import __version__
 from course.errors import CourseError, UsageError
+from course.languages.registry import DEFAULT_LANGUAGE
 
 RUN_TIMEOUT = 60.0  # seconds for `course run`: a demonstration is offline and quick
 
@@ -79,7 +80,7 @@ class ChapterParam(click.ParamType):
 CHAPTER = ChapterParam()
 
 
-def language_option(help: str = "The language track.", default: str | None = "python") -> Any:  # noqa: A002
+def language_option(help: str = "The language track.", default: str | None = DEFAULT_LANGUAGE) -> Any:  # noqa: A002
     """The one --language option, its choices the languages that have an adapter."""
     from course.languages import ADAPTERS
 
@@ -239,7 +240,7 @@ def _track_language(chapter: Any, language: str | None) -> str:
 
     root = find_root()
     state = LearnerRepo.open(root).chapters.get(chapter.id) if root else None
-    return state.language if state else "python"
+    return state.language if state else DEFAULT_LANGUAGE
 
 
 @cli.command()
@@ -533,7 +534,7 @@ def watch(chapter: Any, timeout: float | None, budget: float | None, poll: bool)
 def diff(chapter: Any, force: bool, everything: bool) -> None:
     """After passing: a unified diff of your code against the reference (comments and docstrings
     aside, unless --all)."""
-    from course import languages
+    from course import content, languages
     from course.diffing import diff_files
     from course.errors import Refused
     from course.learner import fingerprint
@@ -546,7 +547,7 @@ def diff(chapter: Any, force: bool, everything: bool) -> None:
         if fingerprint(repo.root, track.files) != state.passed_fingerprint:
             raise Refused(f"your files are not the ones that passed `course check {chapter.id}`; run it again first")
     commentary = None if everything else languages.get(track.language).commentary_lines
-    summary = diff_files(repo.root, track.reference, track.files, echo=echo, color=_color(), commentary=commentary)
+    summary = diff_files(repo.root, content.require(track.reference), track.files, echo=echo, color=_color(), commentary=commentary)
     if not summary.changed:
         echo(f"no differences{' in code' if summary.left_out else ''}: your {chapter.id} files match the reference.")
     if summary.left_out:
@@ -669,7 +670,7 @@ def run(reference: bool, language: str, timeout: float, args: tuple[str, ...]) -
     Every other option is the demonstration's own and is passed to it as it is
     (for example `course run ag02 --scenario retry`).
     """
-    from course import languages, runner
+    from course import content, languages, runner
 
     # The chapter is the first word that is not an option; with none, the current chapter. Any other
     # word belongs to the demonstration (click puts unknown options among the arguments, in order).
@@ -679,7 +680,7 @@ def run(reference: bool, language: str, timeout: float, args: tuple[str, ...]) -
     if not track.run:
         raise UsageError(f"chapter {target.chapter.id} has no demonstration to run")
     with runner.environment(track.for_demonstration) as env:
-        code = languages.get(track.language).run_script(track, target.code_root, track.tests / track.run,
+        code = languages.get(track.language).run_script(track, target.code_root, content.require(track.tests) / track.run,
                                                         list(args), env, timeout=timeout)
     sys.exit(code if code >= 0 else 128 - code)  # killed by a signal: the shell's convention
 
@@ -861,9 +862,13 @@ class _Progress:
 @click.argument("chosen", metavar="[CHAPTER]...", type=CHAPTER, nargs=-1)
 @click.option("--seed", type=click.IntRange(min=0), default=None,
               help="The shuffled run's seed (to repeat an order verify printed) [default: drawn from the catalog's files].")
-def verify(chosen: tuple[Any, ...], seed: int | None) -> None:
+@click.option("--record", is_flag=True,
+              help="Record the mutants' kill signatures anew (for hints) instead of checking them.")
+def verify(chosen: tuple[Any, ...], seed: int | None, record: bool) -> None:
     """Prove chapters sound: manifest, reference passes (in order and shuffled), stubs fail,
-    documented mutants killed."""
+    documented mutants killed, recorded kill signatures up to date.
+
+    Verify only reads the course's files; --record writes each chapter's signatures.json."""
     from course import chapters
     from course.verify import verify_track
 
@@ -880,11 +885,31 @@ def verify(chosen: tuple[Any, ...], seed: int | None) -> None:
     for chapter in selected:
         for track in chapter.tracks.values():
             echo(f"{chapter.id} ({track.language}): {chapter.title}")
-            verdict = verify_track(chapter, track, say=say, seed=seed)
+            verdict = verify_track(chapter, track, say=say, seed=seed, record=record)
             passed += sum(f.ok for f in verdict.findings)
             failed += sum(not f.ok for f in verdict.findings)
     echo(f"\nverify: {passed} passed, {failed} failed")
     sys.exit(0 if failed == 0 else 1)
+
+
+@cli.command()
+def doctor() -> None:
+    """Check that this machine and this install are ready: toolchains, content, hints, folders.
+
+    One line per check: ok, warn (worth knowing; nothing you need is broken) or FAIL with what to
+    do. Exit 0 when nothing fails, 1 otherwise. A language's toolchain that is missing fails only
+    when a chapter started in this repository is a track of that language.
+    """
+    from course.doctor import FAIL, OK, needed_languages, run_checks
+
+    colours = {OK: "green", FAIL: "red"}
+    failed = 0
+    for check in run_checks(needed_languages()):
+        failed += check.status == FAIL
+        mark = click.style(f"{check.status:<4}", fg=colours.get(check.status, "yellow"), bold=check.status == FAIL)
+        echo(f"  {mark} {check.what:<18} {check.detail}")
+    echo(f"\ndoctor: {'nothing to mend' if not failed else f'{failed} to mend (see FAIL above)'}")
+    sys.exit(1 if failed else 0)
 
 
 @cli.command()

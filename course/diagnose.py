@@ -1,6 +1,7 @@
 """Name the pitfall a learner's failures look like, or say nothing.
 
-`course verify` records each documented mutant's signature in the chapter's signatures.json: every
+`course verify --record` records each documented mutant's signature in the chapter's signatures.json
+(course.signatures): every
 case the mutant breaks, with the check that failed in it (the test lines down to the failing assert and
 the exception's type; see CheckResult.signature). A broad test that many bugs fail therefore still
 tells them apart by which of its asserts fails. A hint names a pitfall only when the learner's
@@ -12,9 +13,9 @@ every signature give no hint: a wrong hint sends a learner to the wrong place, s
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
+from course import signatures as recorded
 from course.chapters import Chapter, Track
 from course.check.results import CheckResult
 
@@ -27,6 +28,9 @@ MARGIN = 0.8
 
 
 def similarity(a: frozenset[str], b: frozenset[str]) -> float:
+    """Jaccard index of two signatures, a timed-out case reading as the other's failure of that case
+    (so a hint does not depend on whether a loaded machine turned an assertion into a timeout)."""
+    a, b = recorded.aligned(a, b), recorded.aligned(b, a)
     return len(a & b) / len(a | b) if a | b else 0.0
 
 
@@ -46,22 +50,10 @@ def name_pitfall(failing: frozenset[str], signatures: Mapping[str, frozenset[str
     return ranked[0][0]
 
 
-def load_signatures(chapter: Chapter, track: Track, digest: str) -> dict[str, frozenset[str]]:
-    """The recorded signatures, if they were recorded against this very catalog (they name its
-    lines: against an edited catalog they would mislead, so there are none)."""
-    path = chapter.signatures_path
-    if not path.is_file():
-        return {}
-    recorded = json.loads(path.read_text(encoding="utf-8")).get(track.language, {})
-    if not isinstance(recorded, dict) or recorded.get("catalog") != digest:
-        return {}
-    return {mutant: frozenset(marks) for mutant, marks in recorded.get("signatures", {}).items()}
-
-
 def diagnose(chapter: Chapter, track: Track, result: CheckResult) -> str:
     if result.problem or not result.failing or len(result.failing) == result.total:
         return ""
-    signatures = load_signatures(chapter, track, track.catalog_digest())
+    signatures = recorded.load(chapter, track)
     pitfall = name_pitfall(result.signature, signatures, {m.id: m.pitfall for m in track.mutants})
     named = chapter.pitfall(pitfall) if pitfall is not None else None
     if named is None:

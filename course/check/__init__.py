@@ -60,8 +60,11 @@ def run_check(
     `workers`: how many test processes may share the run (where the language splits runs)."""
     chapter = chapter.for_track(track)  # the entries this track runs
     # here, not at the top: the runner boundary imports course.check.results, which imports this package
-    from course import languages, runner, selection
+    from course import content, languages, runner, selection
     from course.languages.protocol import RunRequest
+
+    if track.tests_at is None:
+        content.require(track.tests)  # an install without this track's catalog: say so, fail no test
 
     if shuffle is not None and on_entry is not None:
         raise ValueError("a shuffled run reports its entries only at the end")

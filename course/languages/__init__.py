@@ -1,8 +1,8 @@
 """One adapter per language, each in its own module; the boundary they implement is
 course.languages.protocol.
 
-Adding a language adds a package here and one line to ADAPTERS; neither the CLI nor the harness core
-branches on language. Adapters are imported only when used, so `course --help` stays fast.
+Adding a language adds a package here and one line to ADAPTERS (course.languages.registry);
+neither the CLI nor the harness core branches on language. Adapters are imported only when used, so `course --help` stays fast.
 """
 
 from __future__ import annotations
@@ -11,23 +11,12 @@ import importlib
 from typing import TYPE_CHECKING
 
 from course.errors import UnknownLanguage
+from course.languages.registry import ADAPTERS, DEFAULT_LANGUAGE, EARLY
 
 if TYPE_CHECKING:
     from course.languages.protocol import Adapter
 
-# language -> "module:class" of its adapter
-ADAPTERS: dict[str, str] = {
-    "python": "course.languages.python.adapter:PythonAdapter",
-    "go": "course.languages.go.adapter:GoAdapter",
-}
-
 _loaded: dict[str, "Adapter"] = {}
-
-# Languages whose test processes can start getting ready before a command has read its chapter:
-# module with start(workers) and stop(). A command that runs one check a person waits for starts
-# them as it begins (the cost: one core's work for a fraction of a second); once the chapter's
-# track is known, those of other languages are stopped.
-EARLY: dict[str, str] = {"python": "course.languages.python.zygote"}
 _early: dict[str, object] = {}
 
 

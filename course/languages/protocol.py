@@ -176,6 +176,10 @@ class Adapter(Protocol):
     def test_name(self, entry: str) -> str:
         """The catalog entry's name in this language ('hand_example' -> 'test_hand_example')."""
 
+    def toolchain(self) -> str:
+        """What runs this language's tracks here, in a few words ('go1.26.8 (/usr/local/go/bin/go)');
+        ToolMissing, whose message says what to install, when it is missing or too old."""
+
     def test_sources(self, track: Track) -> dict[str, str]:
         """Each catalog test's source, by its name in this language."""
 

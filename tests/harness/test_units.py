@@ -50,6 +50,27 @@ def test_the_hint_names_a_pitfall_only_on_a_clear_match() -> None:
     # the same case failing at another assert is another check: it does not count as a match
     elsewhere = frozenset({"sse[crlf]@t.py:12 AssertionError", "sse[cr]@t.py:12 AssertionError"})
     assert name_pitfall(elsewhere, signatures, pitfall_of) is None, "a different failing assert is not the same bug"
+    # a loaded machine turns an assert of a slow case into a timeout: the same evidence, the same hint
+    loaded = frozenset({"sse[crlf]@timeout", "sse[cr]@t.py:10 AssertionError"})
+    assert name_pitfall(loaded, signatures, pitfall_of) == 2, "a timeout reads as the same case's failure"
+
+
+def test_timeouts_and_asserts_of_one_case_read_the_same_in_a_recording() -> None:
+    from course.signatures import aligned, case_of, equivalent, stable
+
+    assert case_of("sse[a@b]@t.py:10 AssertionError") == ("sse[a@b]", "t.py:10 AssertionError")
+    assert case_of("retry@timeout") == ("retry", "timeout")
+    quiet = {"sse[crlf]@t.py:10 AssertionError", "retry@t.py:90 AssertionError"}
+    busy = {"sse[crlf]@timeout", "retry@t.py:90 AssertionError"}
+    assert equivalent(quiet, busy) and equivalent(busy, quiet)
+    assert aligned(busy, quiet) == frozenset(quiet)
+    assert not equivalent(quiet, {"sse[crlf]@t.py:12 AssertionError", "retry@t.py:90 AssertionError"}), \
+        "another assert of the same case is another check"
+    assert not equivalent(quiet, {"sse[crlf]@timeout"}), "a case fewer is another signature"
+    # a case one run breaks and the next does not (a race) is left out; a timeout takes the assert's form
+    racy = {"sse[crlf]@timeout", "retry@t.py:90 AssertionError", "cancel[early]@t.py:7 AssertionError"}
+    assert stable([racy, quiet]) == frozenset(quiet)
+    assert stable([busy, busy]) == frozenset(busy)
 
 
 # ---- the parsed-manifest cache -------------------------------------------------------------------

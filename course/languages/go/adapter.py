@@ -45,6 +45,10 @@ class GoAdapter:
             return entry
         return "Test" + "".join(w.upper() if w in INITIALISMS else w[:1].upper() + w[1:] for w in entry.split("_"))
 
+    def toolchain(self) -> str:
+        found = toolchain.find()
+        return f"{found.version} ({found.go})"
+
     def learner_tests_folder(self, track: Track, root: Path) -> Path:
         """Where a learner's own tests are: anywhere in their module, next to the code they test, as
         any Go test is (so `go test ./...` runs them on the learner's code too). A catalog build

@@ -35,6 +35,13 @@ class PythonAdapter:
     def test_name(self, entry: str) -> str:
         return f"test_{entry}"
 
+    def toolchain(self) -> str:
+        """The interpreter running the harness: the learner's code runs in it too (the package itself
+        requires Python 3.10 or newer, so nothing older gets this far)."""
+        import platform
+
+        return f"Python {platform.python_version()} ({sys.executable})"
+
     def modules(self, track: Track) -> tuple[str, ...]:
         return Fields(dict(track.options), f"chapter {track.chapter_id}, track {track.language}").strings("modules", ())
 
