@@ -130,3 +130,52 @@ def test_an_unwritable_manifest_cache_only_costs_time(tmp_path, monkeypatch) -> 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert _read_manifest(_manifest(tmp_path, "id: w\n"), "x") == {"id": "w"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "chapter.yaml"]  # no temporary file left
+
+
+TEXT = """# t · A chapter
+
+Why it matters.
+
+## 1. Rules
+
+### 1.1 Reading
+
+Read it in Python.
+
+### 1.2 Writing
+
+Write it.
+
+## The loop
+
+Call run_loop().
+
+### Copies
+
+copy.deepcopy.
+
+```sh
+## not a heading: inside fenced code
+```
+
+## Pitfalls
+
+Neutral.
+"""
+
+
+def test_a_track_text_replaces_sections_by_number_or_by_title() -> None:
+    from course.chapters import _with_sections
+
+    override = "### 1.1 Reading\n\nRead it in Go.\n\n## The loop\n\nCall Loop.Run.\n\n### Copies\n\nslices.Clone.\n"
+    got = _with_sections(TEXT, override)
+    # a "###" replaces that subsection alone; a "##" without a number replaces the section of the
+    # same title with its subsections, up to the next "##", by its own and the subsections under it;
+    # the rest stays, fenced code included
+    assert "Read it in Go." in got and "Read it in Python." not in got and "Write it." in got, got
+    assert "## The loop\n\nCall Loop.Run.\n\n### Copies\n\nslices.Clone.\n\n## Pitfalls" in got, got
+    assert "run_loop" not in got and "deepcopy" not in got, got
+    assert got.endswith("## Pitfalls\n\nNeutral.\n") and got.startswith("# t · A chapter\n\nWhy it matters.\n\n## 1. Rules"), got
+    # an opening replaces the one after the title line; a "##" with a number takes its subsections along
+    got = _with_sections(TEXT, "Why it matters in Go.\n\n## 1. Rules\n\nAll of them.\n")
+    assert got.startswith("# t · A chapter\n\nWhy it matters in Go.\n\n## 1. Rules\n\nAll of them.\n\n## The loop"), got

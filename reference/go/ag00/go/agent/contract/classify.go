@@ -9,7 +9,6 @@ import (
 )
 
 // course: end imports
-
 // A Kind is what one reply turned out to be. Exactly one applies.
 type Kind string
 
@@ -91,7 +90,6 @@ func Classify(statusCode int, body []byte) Verdict {
 }
 
 // course: begin helpers
-
 // classifyOutput walks the output items in order. The first item that settles the matter (a
 // refusal, a malformed call, a shape the chapter does not know) ends the walk; after it, calls
 // come before text, and text before nothing.

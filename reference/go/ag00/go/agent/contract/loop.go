@@ -9,7 +9,6 @@ import (
 )
 
 // course: end imports
-
 // The defaults of NewLoop.
 const (
 	MaxTurns = 3 // model calls per run
@@ -156,7 +155,6 @@ func (l *Loop) Run(ctx context.Context, req *Request) (*Outcome, error) {
 }
 
 // course: begin helpers
-
 // freshCallIDs reports whether no call of the batch repeats a call_id seen before, or one of another
 // call of the batch: two results under one call_id cannot be told apart.
 func freshCallIDs(batch []Call, seen map[string]bool) bool {

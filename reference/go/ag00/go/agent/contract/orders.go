@@ -4,7 +4,6 @@ package contract
 import "encoding/json"
 
 // course: end imports
-
 // ToolName is the name of the chapter's one tool: it reads an order, and can never change one.
 const ToolName = "read_order"
 
@@ -91,7 +90,6 @@ func ExecuteCall(call Call, principal Principal) Result {
 }
 
 // course: begin helpers
-
 func deny(reason string) Result {
 	return Result{Payload: map[string]string{"error": reason}, Denied: reason}
 }

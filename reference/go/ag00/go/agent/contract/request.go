@@ -9,7 +9,6 @@ import (
 )
 
 // course: end imports
-
 // DeveloperInstructions is the developer message every request starts with.
 const DeveloperInstructions = "Answer questions about orders with the read_order tool; never guess an order's status. " +
 	"Pass only order_id: the application knows who is signed in and checks access itself. " +
@@ -77,7 +76,6 @@ func BuildRequest(model, question string, maxOutputTokens int) (*Request, error)
 }
 
 // course: begin helpers
-
 // message is one input message as JSON, in a slice of its own.
 func message(role, content string) json.RawMessage {
 	item, _ := json.Marshal(Message{Role: role, Content: content}) // strings always encode

@@ -10,7 +10,5 @@ import "encoding/json"
 	panic(`TODO ag00, "Reading the HTTP status" and "Reading the body": one Kind for the reply`)
 {% endblock %}
 {% block helpers %}
-
 // Your own helpers go here.
-
 {% endblock %}

@@ -13,7 +13,5 @@ import (
 	panic(`TODO ag00, "Running the loop": bounded turns, whole batches, verified answers`)
 {% endblock %}
 {% block helpers %}
-
 // Your own helpers go here.
-
 {% endblock %}

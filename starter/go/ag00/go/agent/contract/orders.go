@@ -5,7 +5,5 @@
 	panic(`TODO ag00, "Running the read": the name, the arguments, then ownership`)
 {% endblock %}
 {% block helpers %}
-
 // Your own helpers go here.
-
 {% endblock %}

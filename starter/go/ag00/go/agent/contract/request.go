@@ -10,7 +10,5 @@ import (
 	panic(`TODO ag00, "Building the request": check the model, the question and the budget, then build the body`)
 {% endblock %}
 {% block helpers %}
-
 // Your own helpers go here.
-
 {% endblock %}
