@@ -1,6 +1,6 @@
 """`course selftest` on the Go track: the learner's own _test.go files, in their module beside the
 code, judged against the reference and the pitfall mutants (on the tiny chapter's Go track, so a
-growing catalog cannot slow these down), and the ag01 example that `course start` writes."""
+growing catalog cannot slow these down), and the ag00 and ag01 examples that `course start` writes."""
 
 from __future__ import annotations
 
@@ -123,4 +123,24 @@ def test_the_ag01_example_passes_on_the_reference_and_catches_a_documented_mutan
     assert result.tests == ["TestTwoEventsReadOneByteAtATime"], result.tests
     assert result.on_reference.ok, result.on_reference.problem or result.wrong_expectations
     assert [m.mutant.id for m in result.caught] == ["s01"] and [m.id for m in result.missed] == ["s29"], (
+        [(m.mutant.id, m.status) for m in result.mutants])
+
+
+def test_the_ag00_example_passes_on_the_reference_and_catches_a_documented_mutant(course, learner: Path) -> None:
+    """The same for ag00: its example refuses another customer's order of the same shop."""
+    from dataclasses import replace
+
+    from course import chapters
+    from course.selftest import run_selftest
+
+    ran = course("start", "ag00", "--language", "go", cwd=learner)
+    assert ran.code == 0 and "wrote  go/agent/contract/mine_test.go" in ran.out, ran.out + ran.err
+    track = chapters.get("ag00").track("go")
+    two = tuple(m for m in track.mutants if m.id in ("g20", "g21"))  # ownership by the tenant only; by the user only
+    assert [m.description for m in two] == ["ownership checks the tenant only",
+                                            "ownership checks the user only: the same user id in another shop passes"], two
+    result = run_selftest(chapters.get("ag00"), replace(track, mutants=two), learner, timeout=30, jobs=1)
+    assert result.tests == ["TestAnotherCustomerOfTheSameShopIsRefused"], result.tests
+    assert result.on_reference.ok, result.on_reference.problem or result.wrong_expectations
+    assert [m.mutant.id for m in result.caught] == ["g20"] and [m.id for m in result.missed] == ["g21"], (
         [(m.mutant.id, m.status) for m in result.mutants])
