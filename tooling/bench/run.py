@@ -1,7 +1,7 @@
 """Benchmarks: the course's speed targets, each measured side by side with what it is compared to.
 
     python tooling/bench/run.py [cli] [sse] [mutants] [go-sse] [go-check] [go-mutants]   (all when none is named)
-                                [--rounds N] [--no-cold]
+                                [--rounds N] [--no-cold] [--chapter CH]...
 
 cli      `course check ag01 --reference` and `course check ag02 --reference` against a bare
          `python -m pytest` of one trivial test
@@ -18,12 +18,13 @@ go-sse   the Go reference's EventReader against openai-go v3.99.0's packages/sse
          v0.12.0 on the same 4 MB stream, 4 KiB reads (a testing.B benchmark in tooling/bench/go/, a
          module of its own so the peers never reach a learner's or the reference's go.mod; targets:
          2x openai-go, at least go-sse), and its linearity on one long event, 4 KiB and 1-byte reads.
-go-check `course check ag01 --language go --reference` against a bare `go test -json -count=1` of
+go-check `course check CH --language go --reference` against a bare `go test -json -count=1` of
          the same catalog on the same code in the same environment, interleaved rounds, warm build
          cache (target: within 1.3x); the same in a learner's repository after an edit before every
          run; then each once with empty caches (GOCACHE, and the course's own cache folder). Wall
-         and CPU time (the command and all it waits for).
-go-mutants `course mutants ag01 --language go` (target: under 40 s wall on 2 cores), wall and CPU.
+         and CPU time (the command and all it waits for). For each chapter with a Go track.
+go-mutants `course mutants CH --language go` (target: under 40 s wall on 2 cores), wall and CPU, for
+         each chapter with a Go track.
 
 Needs the bench extra for the peers: pip install '.[bench]'. Figures are medians; the machine is
 noisy, which is why every comparison runs in the same process, interleaved.
@@ -335,15 +336,33 @@ def compare(commands: dict[str, tuple[list[str], Path]], env: dict[str, str], ro
           f"{statistics.median(o / b for b, o in zip(base, other)):.2f}x the median of each round's ratio (target <= 1.3x)")
 
 
+CHOSEN: list[str] = []  # --chapter: the Go benchmarks measure these chapters only
+
+
+def go_chapters() -> list[str]:
+    """The chapters with a Go track, in course order (those chosen with --chapter, when any)."""
+    sys.path.insert(0, str(REPO))
+    from course import chapters
+
+    return [c.id for c in chapters.load_all() if "go" in c.tracks and (not CHOSEN or c.id in CHOSEN)]
+
+
 def bench_go_check(rounds: int = 9, cold: bool = True) -> None:
+    for chapter in go_chapters():
+        print(f" {chapter}:")
+        bench_go_check_of(chapter, rounds, cold)
+
+
+def bench_go_check_of(chapter: str, rounds: int, cold: bool) -> None:
     """course check against bare `go test -json` of the same catalog on the same code, in the same
     environment (fixtures, a fake model); the bare run has -count=1 so that it runs the tests rather
     than replaying a cached result, as course check always does. Three ways: unchanged code (warm
     caches), after an edit of the learner's code before every run, and with empty caches."""
     sys.path.insert(0, str(REPO))
-    from course import content, fake_model
+    from course import chapters, content, fake_model
 
-    tests = REPO / "tests" / "go" / "ag01"
+    track = chapters.get(chapter).track("go")
+    tests = REPO / "tests" / "go" / chapter
     packages = sorted({"./" + p.parent.relative_to(tests).as_posix() for p in tests.rglob("*_test.go")})
 
     def bare(module: Path, into: Path) -> list[str]:
@@ -352,11 +371,11 @@ def bench_go_check(rounds: int = 9, cold: bool = True) -> None:
         return ["go", "test", "-json", "-count=1", "-overlay", str(overlay), *packages]
 
     with tempfile.TemporaryDirectory() as tmp, fake_model.FakeModel() as fake:
-        env = {**ENV, "COURSE_FIXTURES": str(content.fixtures_dir("ag01")), "COURSE_FAKE_MODEL_URL": fake.base_url,
+        env = {**ENV, "COURSE_FIXTURES": str(content.fixtures_dir(chapter)), "COURSE_FAKE_MODEL_URL": fake.base_url,
                "GOFLAGS": "-buildvcs=false", "NO_COLOR": "1"}
-        module = REPO / "reference" / "go" / "ag01" / "go"
+        module = REPO / "reference" / "go" / chapter / "go"
         commands = {"bare go test -json": (bare(module, Path(tmp)), module),
-                    "course check --language go --reference": ([PY, "-m", "course", "check", "ag01", "--language", "go", "--reference"], Path(tmp))}
+                    "course check --language go --reference": ([PY, "-m", "course", "check", chapter, "--language", "go", "--reference"], Path(tmp))}
         for args, cwd in commands.values():
             timed_run(args, cwd, env)  # both warm
         compare(commands, env, rounds, "unchanged code, warm caches")
@@ -364,10 +383,10 @@ def bench_go_check(rounds: int = 9, cold: bool = True) -> None:
         # a learner's loop: an edit, then a check (the edited package is compiled and linked again)
         learner = Path(tmp) / "learner"
         (learner / ".git").mkdir(parents=True)
-        subprocess.run([PY, "-m", "course", "start", "ag01", "--language", "go"], cwd=learner, env=env,
+        subprocess.run([PY, "-m", "course", "start", chapter, "--language", "go"], cwd=learner, env=env,
                        capture_output=True, check=True)
-        shutil.copytree(REPO / "reference" / "go" / "ag01", learner, dirs_exist_ok=True)
-        edited = learner / "go" / "agent" / "provider" / "sse.go"
+        shutil.copytree(REPO / "reference" / "go" / chapter, learner, dirs_exist_ok=True)
+        edited = learner / next(f for f in track.files if f.endswith(".go") and f not in track.given)
         original = edited.read_text(encoding="utf-8")
         edits = iter(range(1_000_000))
 
@@ -388,11 +407,12 @@ def bench_go_check(rounds: int = 9, cold: bool = True) -> None:
 
 
 def bench_go_mutants(rounds: int = 1) -> None:
-    for _ in range(rounds):
-        before = load()
-        elapsed, cpu, code = timed_run([PY, "-m", "course", "mutants", "ag01", "--language", "go"], REPO, ENV)
-        print(f"  course mutants ag01 --language go: wall {elapsed:.1f} s, CPU {cpu:.1f} s on {os.cpu_count()} cores, "
-              f"exit {code} (target < 40 s wall; {before}; after: {load()})")
+    for chapter in go_chapters():
+        for _ in range(rounds):
+            before = load()
+            elapsed, cpu, code = timed_run([PY, "-m", "course", "mutants", chapter, "--language", "go"], REPO, ENV)
+            print(f"  course mutants {chapter} --language go: wall {elapsed:.1f} s, CPU {cpu:.1f} s on {os.cpu_count()} cores, "
+                  f"exit {code} (target < 40 s wall; {before}; after: {load()})")
 
 
 def main(argv: list[str]) -> None:
@@ -407,7 +427,10 @@ def main(argv: list[str]) -> None:
     parser.add_argument("names", nargs="*", metavar="NAME", help=", ".join(benches) + " (all when none is named)")
     parser.add_argument("--rounds", type=int, help="rounds of go-check (9) or go-mutants (1)")
     parser.add_argument("--no-cold", action="store_true", help="go-check: leave out the empty build cache runs")
+    parser.add_argument("--chapter", action="append", default=[], metavar="CH",
+                        help="go-check and go-mutants: this chapter only (again for more; all with a Go track by default)")
     args = parser.parse_args(argv)
+    CHOSEN[:] = args.chapter
     unknown = [name for name in args.names if name not in benches]
     if unknown:
         parser.error(f"no benchmark named {', '.join(unknown)}; choose from {', '.join(benches)}")
