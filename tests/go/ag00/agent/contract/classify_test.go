@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
 	"tinyllm/agent/contract"
@@ -413,7 +412,7 @@ func TestEveryStatusClassified(t *testing.T) {
 				}
 			}
 			if len(wrong) > 0 {
-				t.Errorf("statuses %dxx with a completed text body, %d wrong:\n%s", band, len(wrong), strings.Join(wrong[:min(8, len(wrong))], "\n"))
+				t.Errorf("statuses %dxx with a completed text body, %d wrong:\n%s", band, len(wrong), firstFew(wrong))
 			}
 		})
 	}
@@ -482,7 +481,7 @@ func TestFirstDecisiveItemWins(t *testing.T) {
 			}
 			if len(wrong) > 0 {
 				t.Errorf("%d generated outputs misread (the first refusal, bad call or unknown shape decides; else calls, then text, then empty):\n%s",
-					len(wrong), strings.Join(wrong[:min(8, len(wrong))], "\n"))
+					len(wrong), firstFew(wrong))
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -302,3 +303,8 @@ func resultItem(callID string, payload any) map[string]any {
 }
 
 var errNoReply = errors.New("the connection was reset before any reply")
+
+// firstFew is the first eight of what went wrong, one a line: enough to see the pattern.
+func firstFew(wrong []string) string {
+	return strings.Join(wrong[:min(8, len(wrong))], "\n")
+}

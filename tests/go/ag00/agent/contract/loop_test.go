@@ -290,32 +290,37 @@ func TestAnswerComparedAsJSON(t *testing.T) {
 	}
 }
 
-func TestGeneratedNearReceiptsUnverified(t *testing.T) {
+// wrongAnswers runs the loop on tool_call_o1, then each answer text, and says of each text whose run
+// does not end with status and, as the Answer, the JSON value of want(text), what it ended with.
+func wrongAnswers(t *testing.T, texts []string, status string, want func(text string) any) []string {
+	t.Helper()
 	var wrong []string
-	for _, v := range receiptNearMisses(3, 40) {
-		text := string(encode(t, v))
+	for _, text := range texts {
 		outcome, _ := runScript(t, defaults, loadSample(t, "tool_call_o1"), answer(t, text))
-		if outcome.Status != contract.UnverifiedAnswer || !sameJSON(t, outcome.Answer, v) {
-			wrong = append(wrong, fmt.Sprintf("the answer %s: got (status, answer) (%s, %#v)", text, outcome.Status, outcome.Answer))
+		if outcome.Status != status || !sameJSON(t, outcome.Answer, want(text)) {
+			wrong = append(wrong, fmt.Sprintf("the answer text %q: got (status, answer) (%s, %#v)", text, outcome.Status, outcome.Answer))
 		}
 	}
-	if len(wrong) > 0 {
+	return wrong
+}
+
+func TestGeneratedNearReceiptsUnverified(t *testing.T) {
+	var texts []string
+	for _, v := range receiptNearMisses(3, 40) {
+		texts = append(texts, string(encode(t, v)))
+	}
+	itself := func(text string) any { return json.RawMessage(text) }
+	if wrong := wrongAnswers(t, texts, contract.UnverifiedAnswer, itself); len(wrong) > 0 {
 		t.Errorf("after reading o-1, %d answers close to the receipt but not equal to it were not unverified_answer (with the parsed answer kept):\n%s",
-			len(wrong), strings.Join(wrong[:min(8, len(wrong))], "\n"))
+			len(wrong), firstFew(wrong))
 	}
 }
 
 func TestGeneratedReceiptRewritingsAccepted(t *testing.T) {
-	var wrong []string
-	for _, text := range receiptTexts(5, 40) {
-		outcome, _ := runScript(t, defaults, loadSample(t, "tool_call_o1"), answer(t, text))
-		if outcome.Status != contract.AnswerReady || !sameJSON(t, outcome.Answer, receiptO1) {
-			wrong = append(wrong, fmt.Sprintf("the answer text %q: got (status, answer) (%s, %#v)", text, outcome.Status, outcome.Answer))
-		}
-	}
-	if len(wrong) > 0 {
+	receipt := func(string) any { return receiptO1 }
+	if wrong := wrongAnswers(t, receiptTexts(5, 40), contract.AnswerReady, receipt); len(wrong) > 0 {
 		t.Errorf("%d ways of writing the o-1 receipt as JSON were not answer_ready (compare parsed values, not text):\n%s",
-			len(wrong), strings.Join(wrong[:min(8, len(wrong))], "\n"))
+			len(wrong), firstFew(wrong))
 	}
 }
 

@@ -260,7 +260,7 @@ func TestNearIdentitiesDenied(t *testing.T) {
 			}
 			if len(wrong) > 0 {
 				t.Errorf("o-1 belongs to shop-a/u-1 exactly; %d near misses of its %s were not permission_denied with the payload {error: permission_denied}:\n%s",
-					len(wrong), field, strings.Join(wrong[:min(8, len(wrong))], "\n"))
+					len(wrong), field, firstFew(wrong))
 			}
 		})
 	}
@@ -277,7 +277,7 @@ func TestNearCallsRefused(t *testing.T) {
 			}
 		}
 		if len(wrong) > 0 {
-			t.Errorf("%d generated tool names were not unknown_tool:\n%s", len(wrong), strings.Join(wrong[:min(8, len(wrong))], "\n"))
+			t.Errorf("%d generated tool names were not unknown_tool:\n%s", len(wrong), firstFew(wrong))
 		}
 	})
 	t.Run("arguments", func(t *testing.T) {
@@ -289,7 +289,7 @@ func TestNearCallsRefused(t *testing.T) {
 			}
 		}
 		if len(wrong) > 0 {
-			t.Errorf("%d generated arguments were not invalid_arguments:\n%s", len(wrong), strings.Join(wrong[:min(8, len(wrong))], "\n"))
+			t.Errorf("%d generated arguments were not invalid_arguments:\n%s", len(wrong), firstFew(wrong))
 		}
 	})
 }
