@@ -69,7 +69,8 @@ def run_selftest(chapter: Chapter, track: Track, root: Path, *, timeout: float, 
     find = getattr(adapter, "learner_tests", None)
     if find is None:
         raise UsageError(f"selftest is not available for the {track.language} track yet")
-    names = find(folder) if folder.is_dir() else []
+    narrowed = getattr(adapter, "learner_tests_for", None)  # tests of several chapters in one folder
+    names = (narrowed(track, folder) if narrowed else find(folder)) if folder.is_dir() else []
     if not names:
         raise UsageError(f"no tests of yours in {folder}: write test functions there "
                          f"(`course start {chapter.id}` gives an example)")

@@ -224,3 +224,7 @@ class Adapter(Protocol):
 
     def learner_tests(self, folder: Path) -> list[str]:
         """The learner's tests in `folder`, as names `test_name` turns into the language's own."""
+
+    # A language whose learners keep the tests of several chapters in one folder (Go: beside the code,
+    # in one module) may also define `learner_tests_for(track, folder)`, the tests of `folder` that
+    # belong to `track`; selftest prefers it to `learner_tests`.

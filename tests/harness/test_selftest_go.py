@@ -144,3 +144,20 @@ def test_the_ag00_example_passes_on_the_reference_and_catches_a_documented_mutan
     assert result.on_reference.ok, result.on_reference.problem or result.wrong_expectations
     assert [m.mutant.id for m in result.caught] == ["g20"] and [m.id for m in result.missed] == ["g21"], (
         [(m.mutant.id, m.status) for m in result.mutants])
+
+
+def test_selftest_takes_the_tests_of_its_own_chapter_from_a_module_that_holds_two(course, learner: Path) -> None:
+    """ag00 and ag01 share the learner's module: each chapter's selftest runs the tests of its own
+    packages, never those of the other chapter's code, which its reference does not have."""
+    from dataclasses import replace
+
+    from course import chapters
+    from course.selftest import run_selftest
+
+    for chapter in ("ag00", "ag01"):
+        assert course("start", chapter, "--language", "go", cwd=learner).code == 0
+    for chapter, example in (("ag01", "TestTwoEventsReadOneByteAtATime"), ("ag00", "TestAnotherCustomerOfTheSameShopIsRefused")):
+        track = chapters.get(chapter).track("go")
+        result = run_selftest(chapters.get(chapter), replace(track, mutants=track.mutants[:1]), learner, timeout=30, jobs=1)
+        assert result.tests == [example], (chapter, result.tests)
+        assert result.on_reference.ok, result.on_reference.problem or result.wrong_expectations

@@ -60,6 +60,20 @@ class GoAdapter:
         names, in file order; `test_name` gives each back unchanged."""
         return list(build.test_functions(folder))
 
+    def learner_tests_for(self, track: Track, folder: Path) -> list[str]:
+        """The learner's tests of this track in `folder` (their module): those in the track's own
+        packages, and in packages of theirs that hold only tests. A package holding code that is not
+        the track's is another chapter's (ag00's agent/contract while ag01 is selftested): its tests
+        test that code, which this track's reference does not have."""
+        module = Path(next((f for f in track.files if f == "go.mod" or f.endswith("/go.mod")), "go.mod")).parent
+        own = {Path(f).parent.relative_to(module).as_posix() for f in track.files if f.endswith(".go")}
+
+        def ours(package: str) -> bool:
+            code = [p for p in (folder / package).glob("*.go") if not p.name.endswith("_test.go")]
+            return package in own or not code
+
+        return [name for name, (package, _) in build.test_functions(folder).items() if ours(package)]
+
     def prepare(self, request: RunRequest) -> Prepared:
         if request.cases:
             # a subtest is known only once it runs, so the runner cannot choose among them beforehand
