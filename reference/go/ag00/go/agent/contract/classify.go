@@ -93,8 +93,8 @@ func Classify(statusCode int, body []byte) Verdict {
 // classifyOutput walks the output items in order. The first item that settles the matter (a
 // refusal, a malformed call, a shape the chapter does not know) ends the walk; after it, calls
 // come before text, and text before nothing.
-func classifyOutput(raw json.RawMessage) Verdict {
-	output, ok := list(raw)
+func classifyOutput(field json.RawMessage) Verdict {
+	output, ok := list(field)
 	if !ok {
 		return unsupported("output is not a list")
 	}
@@ -104,11 +104,8 @@ func classifyOutput(raw json.RawMessage) Verdict {
 		item, _ := object(raw)
 		switch kind, _ := text(item["type"]); kind {
 		case "function_call":
-			call := Call{}
-			call.ID, _ = text(item["id"])
-			call.CallID, _ = text(item["call_id"])
-			call.Name, _ = text(item["name"])
-			call.Arguments, _ = text(item["arguments"])
+			str := func(key string) string { s, _ := text(item[key]); return s }
+			call := Call{ID: str("id"), CallID: str("call_id"), Name: str("name"), Arguments: str("arguments")}
 			// A call its result cannot name, or whose arguments are not the JSON text the
 			// contract promises, is no request to run.
 			if call.CallID == "" || call.Name == "" || call.Arguments == "" {
@@ -120,8 +117,8 @@ func classifyOutput(raw json.RawMessage) Verdict {
 			if !ok {
 				return unsupported("a message not completed, or without a list of content")
 			}
-			for _, raw := range parts {
-				part, _ := object(raw)
+			for _, data := range parts {
+				part, _ := object(data)
 				switch kind, _ := text(part["type"]); kind {
 				case "refusal":
 					// A refusal anywhere means the model declined: nothing else in the reply is acted on.
