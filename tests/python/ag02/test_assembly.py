@@ -318,8 +318,13 @@ def done(item_id: str, arguments: str) -> dict:
     return {"type": "response.function_call_arguments.done", "item_id": item_id, "output_index": 0, "arguments": arguments}
 
 
+def item_done(item: dict) -> dict:
+    return {"type": "response.output_item.done", "output_index": 0, "item": item}
+
+
 @pytest.mark.parametrize("case", ["matches", "lost_fragment", "extra_fragment", "other_call_arguments", "no_fragment",
-                                  "delta_after_done", "done_twice", "no_arguments", "unknown_item"])
+                                  "delta_after_done", "done_twice", "no_arguments", "unknown_item", "item_done_differs",
+                                  "item_done_other_call_id", "item_done_unknown"])
 def test_done_arguments_match_stream(case):
     paris, lisbon = '{"path": "paris.py"}', '{"path": "lisbon.py"}'
     stream = [created(), added(call_item("fc_1", "call_1", "read")), delta("fc_1", '{"path": '), delta("fc_1", '"paris.py"}'),
@@ -327,8 +332,10 @@ def test_done_arguments_match_stream(case):
     final = completed([call_item("fc_1", "call_1", "read", paris, "completed"), call_item("fc_2", "call_2", "read", lisbon, "completed")])
     if case == "matches":
         asm = new()
-        for event in stream + [done("fc_1", paris), done("fc_2", lisbon)]:
-            assert asm.accept(event) is None, f"a done event stating exactly the fragments is progress: {event}"
+        finished = [item_done(call_item("fc_1", "call_1", "read", paris, "completed")),
+                    item_done({k: v for k, v in call_item("fc_2", "call_2", "read", lisbon, "completed").items() if k != "arguments"})]
+        for event in stream + [done("fc_1", paris), done("fc_2", lisbon), *finished]:
+            assert asm.accept(event) is None, f"a done event or finished item stating exactly the fragments is progress: {event}"
         decision = asm.accept(final)
         assert decision is not None and [c.arguments for c in decision.tool_calls] == [{"path": "paris.py"}, {"path": "lisbon.py"}], \
             "after matching done events the response completes as streamed"
@@ -344,6 +351,11 @@ def test_done_arguments_match_stream(case):
         "no_arguments": (stream + [{"type": "response.function_call_arguments.done", "item_id": "fc_2", "output_index": 0}],
                          "malformed_event"),
         "unknown_item": (stream + [done("fc_9", paris)], "unknown_item"),
+        # the finished item restates its call: the same call id, name and (when it says) arguments
+        "item_done_differs": (stream + [done("fc_1", paris), item_done(call_item("fc_1", "call_1", "read", lisbon, "completed"))],
+                              "call_mismatch"),
+        "item_done_other_call_id": (stream + [item_done(call_item("fc_2", "call_9", "read", lisbon, "completed"))], "call_mismatch"),
+        "item_done_unknown": (stream + [item_done(call_item("fc_9", "call_9", "read", lisbon, "completed"))], "unknown_item"),
     }[case]
     expect_failure(events + [final], want, case)
     decision, code, at = feed(events + [final])
@@ -371,7 +383,7 @@ def test_duplicate_item_rejected():
 
 
 @pytest.mark.parametrize("case", ["arguments_differ", "name_differs", "call_id_differs", "never_streamed", "omitted", "reordered",
-                                  "done_differs"])
+                                  "done_differs", "finished_item_differs"])
 def test_terminal_matches_stream(case):
     args = '{"path": "a.py"}'
     stream = [created(), added(call_item("fc_1", "call_1", "read")), delta("fc_1", args),
@@ -391,9 +403,12 @@ def test_terminal_matches_stream(case):
         "omitted": ([second], "call_missing"),
         # the done event states other arguments than the fragments, while the output repeats the fragments
         "done_differs": ([first, second], "call_mismatch"),
+        "finished_item_differs": ([first, second], "call_mismatch"),
     }[case]
     if case == "done_differs":
         stream = stream + [done("fc_1", '{"path": "c.py"}')]
+    if case == "finished_item_differs":
+        stream = stream + [item_done(dict(first, arguments='{"path": "c.py"}'))]
     expect_failure(stream + [completed(output)], want, case)
 
 

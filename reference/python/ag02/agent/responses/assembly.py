@@ -100,8 +100,21 @@ class ResponseAssembly:
             if event["arguments"] != call.arguments:
                 raise ResponseFailure("call_mismatch", f"item {item_id!r}: the done event's arguments differ from the streamed fragments")
             call.closed = True
+        elif kind == "response.output_item.done" and isinstance(event.get("item"), dict) \
+                and event["item"].get("type") == "function_call":
+            self._finished(event["item"])
         # Everything else, *.done events included, is progress: one part finished, not the response.
         return None
+
+    def _finished(self, item: Payload) -> None:
+        """A call's finished item restates it: the same call id and name, and the same arguments if it states them."""
+        item_id = _string(item, "id")
+        if item_id not in self.pending:
+            raise ResponseFailure("unknown_item", f"function-call item {item_id!r} finished without being added")
+        call = self.pending[item_id]
+        arguments = item.get("arguments", call.arguments)
+        if (_string(item, "call_id"), _string(item, "name"), arguments) != (call.call_id, call.name, call.arguments):
+            raise ResponseFailure("call_mismatch", f"finished item {item_id!r} differs from the streamed call")
 
     def _pending_call(self, event: Payload) -> tuple[str, PendingCall]:
         """The call an arguments event names, still open to fragments."""

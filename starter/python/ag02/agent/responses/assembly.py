@@ -55,6 +55,9 @@ uses; add or drop any.
           fragment came; "unknown_item" for an item never added; "malformed_event" when
           "arguments" is not a string). It closes the call: a later fragment or done event for it
           is "call_mismatch". Checked, and still progress: it returns None;
+        - response.output_item.done of a function_call item restates the call: its item id must be
+          buffered ("unknown_item"), its call_id and name, and its arguments when it has them,
+          those of the buffered call ("call_mismatch"). Progress too: None;
         - a field that should be a string and is not, or should be an object and is not, is
           "malformed_event"; every other event type, each other *.done included, is progress: None.
         Completion (section 2.3), at response.completed, before anything is released:
