@@ -80,9 +80,10 @@ class UpstreamBody:
 
 class ScriptedUpstream:
     """Answers each request with the next scripted body: a fixture name, raw bytes, a list of chunks
-    exactly as given, or an UpstreamBody."""
+    exactly as given, or an UpstreamBody; an exception is raised instead (an upstream that answered
+    an error status, or could not be reached)."""
 
-    def __init__(self, *script: str | bytes | list[bytes] | UpstreamBody, read_size: int = 65536) -> None:
+    def __init__(self, *script: str | bytes | list[bytes] | UpstreamBody | Exception, read_size: int = 65536) -> None:
         self.script = list(script)
         self.read_size = read_size
         self.requests: list[dict[str, Any]] = []
@@ -93,6 +94,8 @@ class ScriptedUpstream:
         if not self.script:
             raise AssertionError("the proxy made more upstream requests than the test scripted")
         step = self.script.pop(0)
+        if isinstance(step, Exception):
+            raise step
         if isinstance(step, UpstreamBody):
             self.bodies.append(step)
         elif isinstance(step, list):  # the chunks exactly as given
@@ -201,6 +204,7 @@ def stream_problems(events: list[dict[str, Any]]) -> list[str]:
     added: dict[int, dict[str, Any]] = {}
     finished: dict[int, dict[str, Any]] = {}
     parts: dict[tuple[int, int], str] = {}
+    closed_parts: set[tuple[int, int]] = set()
     for event in events:
         kind = event.get("type")
         if isinstance(event.get("response"), dict):
@@ -217,11 +221,21 @@ def stream_problems(events: list[dict[str, Any]]) -> list[str]:
             if before is None or (before.get("type"), before.get("id"), before.get("call_id")) != \
                     (event["item"].get("type"), event["item"].get("id"), event["item"].get("call_id")):
                 problems.append(f"output index {index} finished as another item than it was added: {before} then {event['item']}")
+            if index in finished:
+                problems.append(f"output index {index} finished twice")
             finished[index] = event["item"]
         elif kind == "response.content_part.added":
             if (added.get(index) or {}).get("type") != "message" or event.get("item_id") != added[index].get("id"):
                 problems.append(f"a content part for output index {index}, which is no message added under {event.get('item_id')!r}")
-            parts[(index, event["content_index"])] = event["part"]["type"]
+            if (index, event.get("content_index")) in parts:
+                problems.append(f"content part {index}/{event.get('content_index')} added twice")
+            parts[(index, event.get("content_index"))] = event["part"]["type"]
+        elif kind == "response.content_part.done":
+            if parts.get((index, event.get("content_index"))) != event.get("part", {}).get("type"):
+                problems.append(f"content part {index}/{event.get('content_index')} finished as another part than it was added")
+            if (index, event.get("content_index")) in closed_parts:
+                problems.append(f"content part {index}/{event.get('content_index')} finished twice")
+            closed_parts.add((index, event.get("content_index")))
         elif kind in ("response.output_text.delta", "response.output_text.done", "response.refusal.delta", "response.refusal.done"):
             want = "refusal" if kind.startswith("response.refusal") else "output_text"
             if parts.get((index, event.get("content_index"))) != want:
@@ -236,6 +250,8 @@ def stream_problems(events: list[dict[str, Any]]) -> list[str]:
         unfinished = sorted(set(added) - set(finished))
         if unfinished:
             problems.append(f"Cannot complete response with unfinished output items: {unfinished}")
+        if set(parts) - closed_parts:
+            problems.append(f"content parts never finished: {sorted(set(parts) - closed_parts)}")
     elif events[-1].get("type") != "response.failed":
         problems.append(f"the stream ends with response.completed or response.failed, not {events[-1].get('type')}")
     return problems

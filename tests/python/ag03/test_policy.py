@@ -228,6 +228,10 @@ def test_pass_through_byte_identical():
     assert json_upstream.requests == [{"model": "m", "input": "hi"}], \
         f"a non-streamed request goes upstream as it is, not turned into a stream: {json_upstream.requests}"
     assert list(pass_through(iter([b"a", b"", b"b"]))) == [b"a", b"", b"b"], "pass_through yields each chunk as it is"
+    empty_tools = ScriptedUpstream("final_text")
+    reply = handle({"model": "m", "input": "hi", "stream": True, "tools": []}, empty_tools, WeatherTools())
+    assert _body(reply) == body("final_text") and empty_tools.requests[0]["tools"] == [], \
+        "a request whose tools are an empty list has nothing to run either: it passes through"
 
 
 def test_pass_through_cut_visible():
@@ -422,9 +426,12 @@ def test_no_tool_runs_twice(mode):
     stream = mode != "buffered_json"
     options = {"policy": "progress_events" if mode.startswith("progress") else "buffered_final_stream",
                "forward_tool_events": mode == "progress_forwarding"}
-    for failing in ("cut_after_arguments", "failed_after_done", "mismatched_arguments", "error_event_nested", "the same call"):
+    for failing in ("cut_after_arguments", "failed_after_done", "mismatched_arguments", "error_event_nested", "the same call",
+                    "upstream 503"):
         attempts = [body("tool_call", f"a{attempt}") for attempt in range(3)]  # each attempt, a model choosing anew
-        upstream = ScriptedUpstream(*[step for first in attempts for step in (first, first if failing == "the same call" else failing)])
+        second = {"the same call": None, "upstream 503": FailClosed("upstream_status", "the upstream answered 503")}
+        upstream = ScriptedUpstream(*[step for first in attempts
+                                      for step in (first, second.get(failing, failing) or first)])
         tools = WeatherTools(upstream)
         with _serving(upstream, tools, **options) as port:
             status, headers, data, attempts = sdk_like_post(port, {**REQUEST, "stream": stream})
@@ -456,7 +463,9 @@ def test_downstream_response_consistent():
             added = [e["item"]["id"] for e in events if e["type"] == "response.output_item.added"]
             assert len(added) == len(set(added)), f"{mode}: every item of the downstream response has an id of its own: {added}"
             answer = events[-1]["response"]
-            assert events[0]["response"]["id"] == answer["id"], f"{mode}: created and completed name one response"
+            opened = events[0]["response"]
+            assert (opened["id"], opened["tools"], opened["tool_choice"]) == (answer["id"], request["tools"], "required"), \
+                f"{mode}: created and completed name one response, echoing the request from the start: {opened}"
         assert response_problems(answer) == [], f"{mode}: the answer reads as the SDK's Response type: {response_problems(answer)}"
         answers[mode] = answer
         got = (answer["id"], answer["created_at"], answer["model"])

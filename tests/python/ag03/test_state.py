@@ -78,6 +78,12 @@ def test_final_arguments_checked():
     assert (call.streamed, call.arguments) == ('{"city":"Paris"}', '{"city":"Paris"}'), \
         f"a done event stating exactly the fragments closes the call with those arguments: {call.streamed!r}, {call.arguments!r}"
     assert failure("item_done_differs").code == "mismatch", "a call's output_item.done stating other arguments fails closed as mismatch"
+    for fragments, final in ((['{"city": "Paris"}'], '{"city":"Paris"}'), (['{"city":"Paris"}', " "], '{"city":"Paris"}'),
+                             (['{"city":"Paris"}'], '{"city":"Paris"} ')):
+        with pytest.raises(FailClosed) as spaced:
+            fed(_created(CALL, *[{**DELTA, "delta": f} for f in fragments], {**DONE, "arguments": final}))
+        assert spaced.value.code == "mismatch", \
+            f"byte for byte: {fragments} under {final!r} is a mismatch even where the JSON means the same, got {spaced.value.code!r}"
     only_done = _created({**CALL}, {**DONE, "arguments": '{"city":"Paris"}'})
     with pytest.raises(FailClosed) as bare:
         fed(only_done)
@@ -114,6 +120,10 @@ def test_final_text_checked():
     slim = [dict(e) for e in STREAMS["final_text"]["events"]]
     slim[-1] = {**slim[-1], "response": {k: v for k, v in slim[-1]["response"].items() if k != "output"}}
     assert fed(slim).finish().text == "It is raining in Paris.", "a terminal event without an output list keeps the streamed text"
+    emptied = [dict(e) for e in STREAMS["final_text"]["events"]]
+    done = next(i for i, e in enumerate(emptied) if e["type"] == "response.output_text.done")
+    emptied[done] = {**emptied[done], "text": ""}
+    assert failure(emptied).code == "mismatch", "a text done event stating an empty text under deltas is a disagreement, not a missing text"
     slim_changed = [dict(e) for e in STREAMS["text_done_differs"]["events"]]
     slim_changed[-1] = {**slim_changed[-1], "response": {k: v for k, v in slim_changed[-1]["response"].items() if k != "output"}}
     assert failure(slim_changed).code == "mismatch", \
@@ -169,7 +179,8 @@ def _other(kind: str, **fields) -> dict:
 
 @pytest.mark.parametrize("name", ["unknown_item_delta", "duplicate_item", "repeated_sequence", "created_missing",
                                   "terminal_id_mismatch", "event_after_terminal", "reused_call_id", "created_twice",
-                                  "in_progress_other_id", "response_id_field", "item_done_never_added", "unknown_item_done",
+                                  "in_progress_other_id", "response_id_field", "item_done_never_added",
+                                  "item_done_before_arguments_done", "unknown_item_done",
                                   "unknown_item_while_two_pending"])
 def test_protocol_violations_fail_closed(name):
     fc2 = {**CALL["item"], "id": "fc_2", "call_id": "call_2"}
@@ -178,6 +189,8 @@ def test_protocol_violations_fail_closed(name):
         "in_progress_other_id": _created(_other("response.in_progress", response={"id": "resp_x", "status": "in_progress"})),
         "response_id_field": _created(CALL, {**DELTA, "response_id": "resp_x"}),
         "item_done_never_added": _created(_other("response.output_item.done", output_index=0, item={**CALL["item"], "id": "fc_9"})),
+        "item_done_before_arguments_done": _created(CALL, DELTA, _other("response.output_item.done", output_index=0,
+                                                                        item={**CALL["item"], "arguments": "{}"})),
         "unknown_item_done": _created(CALL, DELTA, {**DONE, "item_id": "fc_9"}),
         "unknown_item_while_two_pending": _created(CALL, DELTA, {**CALL, "output_index": 1, "item": fc2},
                                                    {**DELTA, "item_id": "fc_9", "output_index": 1}),
@@ -244,12 +257,12 @@ def _calls(count: int, arguments: str = '{"city":"Paris"}', final: str | None = 
 
 
 def _text(chars: int) -> list[dict]:
-    """Text and refusal deltas (the last thousand characters are a refusal): they count against one bound."""
+    """Text and refusal deltas (the last thousand characters, a refusal, cross the bound): they count against one bound."""
     events = [{"type": "response.created", "response": {"id": "resp_txt", "status": "in_progress", "model": "m", "output": []}}]
     events += [{"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "x" * 1000}
                for _ in range(chars // 1000 - 1)]
-    events += [{"type": "response.refusal.delta", "item_id": "msg_1", "output_index": 0, "content_index": 1, "delta": "r" * 1000}]
     events += [{"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "y" * (chars % 1000)}]
+    events += [{"type": "response.refusal.delta", "item_id": "msg_1", "output_index": 0, "content_index": 1, "delta": "r" * 1000}]
     events.append({"type": "response.completed", "response": {"id": "resp_txt", "status": "completed", "model": "m"}})
     return [{**e, "sequence_number": n} for n, e in enumerate(events)]
 

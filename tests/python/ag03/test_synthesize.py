@@ -112,14 +112,20 @@ def test_refusal_passed_on():
         f"the stream spells the refusal in its own events: {kinds}"
     assert _message_text(events[-1]["response"], "refusal") == refusal and stream_problems(events) == [], \
         f"and completes with it: {stream_problems(events)}"
-    both = json.loads(to_json(Turn(id="resp_b", model="m", created_at=5, text="Partly.", calls=[], refusal=" No more.")))
-    assert [p["type"] for p in both["output"][0]["content"]] == ["output_text", "refusal"], f"text, then the refusal: {both['output']}"
+    both = Turn(id="resp_b", model="m", created_at=5, text="Partly.", calls=[], refusal=" No more.")
+    content = json.loads(to_json(both))["output"][0]["content"]
+    assert [p["type"] for p in content] == ["output_text", "refusal"], f"text, then the refusal: {content}"
+    events = _events(to_sse(both))
+    assert stream_problems(events) == [] and events[-1]["response"]["output"][0]["content"] == content, \
+        f"streamed, each part opened and closed at its own place: {stream_problems(events)}"
     request = {"model": "m", "input": "Do something bad.", "tools": TOOLS}
     for stream, policy in ((False, "buffered_final_stream"), (True, "buffered_final_stream"), (True, "progress_events")):
         upstream = ScriptedUpstream("refusal")
         reply = handle({**copy.deepcopy(request), "stream": stream}, upstream, WeatherTools(upstream), policy=policy)
         data = b"".join(reply.body)
         answer = _events(data)[-1]["response"] if stream else json.loads(data)
+        if stream:
+            assert stream_problems(_events(data)) == [], f"{policy}: the refusal's stream reads as the SDK reads one: {stream_problems(_events(data))}"
         assert reply.status == 200 and _message_text(answer, "refusal") == refusal and _message_text(answer) == "", \
             f"{policy} (stream {stream}): an upstream refusal reaches the client as the refusal, not an empty success: {answer['output']}"
 
