@@ -323,7 +323,8 @@ def item_done(item: dict) -> dict:
 
 
 @pytest.mark.parametrize("case", ["matches", "lost_fragment", "extra_fragment", "other_call_arguments", "no_fragment",
-                                  "delta_after_done", "done_twice", "no_arguments", "unknown_item", "item_done_differs",
+                                  "delta_after_done", "done_twice", "no_arguments", "arguments_not_text", "unknown_item",
+                                  "item_done_differs",
                                   "item_done_other_call_id", "item_done_unknown"])
 def test_done_arguments_match_stream(case):
     paris, lisbon = '{"path": "paris.py"}', '{"path": "lisbon.py"}'
@@ -350,6 +351,7 @@ def test_done_arguments_match_stream(case):
         "done_twice": (stream + [done("fc_2", lisbon), done("fc_2", lisbon)], "call_mismatch"),
         "no_arguments": (stream + [{"type": "response.function_call_arguments.done", "item_id": "fc_2", "output_index": 0}],
                          "malformed_event"),
+        "arguments_not_text": (stream + [{**done("fc_2", lisbon), "arguments": {"path": "lisbon.py"}}], "malformed_event"),
         "unknown_item": (stream + [done("fc_9", paris)], "unknown_item"),
         # the finished item restates its call: the same call id, name and (when it says) arguments
         "item_done_differs": (stream + [done("fc_1", paris), item_done(call_item("fc_1", "call_1", "read", lisbon, "completed"))],
