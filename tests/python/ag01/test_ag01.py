@@ -1776,7 +1776,7 @@ def small_events(n: int) -> tuple[bytes, int]:
 def test_sse_large_event(chunked):
     """Every character of a large event arrives, whatever the reads: 1 MiB read 64 KiB at a time, 256
     KiB read 4 KiB at a time, 4 KiB read one byte at a time, an event of 300 lines, and an event of a short line and a long rest after
-    earlier events of every length up to 72 KiB. The sizes are such that a reader doing quadratic work
+    earlier events of lengths from 0 to 72 KiB. The sizes are such that a reader doing quadratic work
     still finishes quickly: whether it is fast enough is test_sse_linear_time's question. Every check
     is made and each failure reported."""
     unit = "0123456789abcdef" * 15 + "é€👋 "
