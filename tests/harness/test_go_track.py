@@ -73,7 +73,7 @@ def test_start_stubs_then_reference(course, learner):
 
     stubs = course("check", cwd=learner, timeout=900)
     assert stubs.code == 1, f"check on the stubs: exit {stubs.code}\n{stubs.out}\n{stubs.err}"
-    assert "0 passed, 37 failed" in stubs.out, f"every test must fail on the stubs:\n{stubs.out}"
+    assert "0 passed, 38 failed" in stubs.out, f"every test must fail on the stubs:\n{stubs.out}"
     assert "TODO ag01" in stubs.out and "in your code at go/agent/" in stubs.out, (
         f"a stub's panic must be shown at the learner's file:line:\n{stubs.out}")
 
@@ -84,7 +84,7 @@ def test_start_stubs_then_reference(course, learner):
     before = sorted(p.relative_to(learner).as_posix() for p in learner.rglob("*") if p.is_file())
     passed = course("check", cwd=learner, timeout=900)
     assert passed.code == 0, f"check on the reference: exit {passed.code}\n{passed.out}\n{passed.err}"
-    assert "37 passed, 0 failed" in passed.out, passed.out
+    assert "38 passed, 0 failed" in passed.out, passed.out
     after = sorted(p.relative_to(learner).as_posix() for p in learner.rglob("*") if p.is_file() and p.name != ".course.json")
     assert [p for p in after if p.endswith("_test.go")] == ["go/agent/provider/mine_test.go"], (
         f"the catalog was written into the learner's tree (only the learner's own example belongs there): {after}")
@@ -132,7 +132,7 @@ def test_panic_exit_and_hang_each_get_their_verdict(course, learner):
     edit(retry_go, "\tp = p.withDefaults()\n\tvar apiErr", "\tp = p.withDefaults()\n\tfor n == 6 {\n\t}\n\tvar apiErr")
     ran = course("check", "--timeout", "3", "--json", str(learner / "results.json"), cwd=learner, timeout=900)
     assert ran.code == 1, f"exit {ran.code}\n{ran.out}\n{ran.err}"
-    assert "34 passed, 3 failed" in ran.out, ran.out
+    assert "35 passed, 3 failed" in ran.out, ran.out
     lines = {line.split()[1]: line for line in ran.out.splitlines() if line.strip().startswith(("PASS", "FAIL", "ERROR", "TIMEOUT"))}
     assert lines["TestStepNames"].strip().startswith("FAIL"), ran.out
     assert "panic: step names are hard" in ran.out and "go/agent/types/types.go" in ran.out, ran.out
