@@ -50,7 +50,8 @@ def load_bugs(path: Path, chapter: Chapter) -> list[Mutant]:
     bugs = []
     for item in data:
         label = item.get("pitfall")
-        bugs.append(Mutant(id=str(item["id"]), pitfall=int(label) if label is not None else 0,
+        # an id of its own: a bug file written apart from the manifest may reuse a documented mutant's id
+        bugs.append(Mutant(id=f"bug-{item['id']}", pitfall=int(label) if label is not None else 0,
                            description=item.get("description", ""), file=item["file"], caught_by=(),
                            find=item.get("find", ""), replace=item.get("replace", ""), diff=item.get("diff", "")))
     return bugs
