@@ -482,7 +482,7 @@ def watch(chapter: Any, timeout: float | None, budget: float | None, poll: bool)
     from course.check import DEFAULT_BUDGET, DEFAULT_TIMEOUT, run_check
     from course.processes import single_run_workers
     from course.check.report import TerminalReport
-    from course.check.results import PASS
+    from course.results import PASS
     from course.diagnose import diagnose
     from course.learner import fingerprint
 

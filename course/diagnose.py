@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from course import signatures as recorded
 from course.chapters import Chapter, Track
-from course.check.results import CheckResult
+from course.results import CheckResult
 
 # How close a learner's signature must be to a mutant's (Jaccard index) for its pitfall to be named.
 # Chosen with tooling/hints/precision.py, leaving each documented mutant's own signature out: over

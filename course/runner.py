@@ -25,7 +25,7 @@ from typing import Callable, Iterator
 
 from course import cache, content
 from course.chapters import Track
-from course.check.results import ERROR, SKIP, TIMEOUT, CaseResult, RunOutcome
+from course.results import ERROR, SKIP, TIMEOUT, CaseResult, RunOutcome
 from course.languages.protocol import (
     FIXTURES_VAR,
     SCRATCH_VAR,

@@ -18,7 +18,7 @@ from typing import Callable
 from course import languages
 from course.chapters import CatalogEntry, Chapter, Mutant, Track
 from course.check import run_check
-from course.check.results import CheckResult
+from course.results import CheckResult
 from course.errors import UsageError
 from course.mutation.documented import KILLED, TIMED_OUT, MutantResult, reference_copy, run_mutants
 

@@ -32,7 +32,7 @@ from course import signatures as recorded
 from course.chapters import HINT_LEVELS, Chapter, Track
 from course.check import run_check
 from course.check.coverage import coverage_figure, coverage_gaps, coverage_percent
-from course.check.results import PASS
+from course.results import PASS
 from course.errors import CourseError
 
 

@@ -1,17 +1,19 @@
-"""`course check`: run a chapter's catalog against some code and fold the cases into a verdict."""
+"""The check engine: run a chapter's catalog on some code through the runner and fold the cases into
+a verdict. Every command that judges code goes through run_check: check, watch, verify, mutants,
+selftest and (in a subprocess per repository) grade."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
-from course.check.results import FAIL_STATUSES, CaseResult, CheckResult, EntryResult
+from course import cache, content, languages, runner, selection
+from course.chapters import Chapter, Track
 from course.errors import BadSelection
-
-if TYPE_CHECKING:  # a worker imports the package (for results.Status), and needs no manifest
-    from course.chapters import Chapter, Track
+from course.languages.protocol import RunRequest
+from course.results import FAIL_STATUSES, CaseResult, CheckResult, EntryResult
 
 DEFAULT_TIMEOUT = 5.0
 # The whole check, however many tests time out: a learner waits at most this long for a verdict.
@@ -20,8 +22,6 @@ DEFAULT_BUDGET = 120.0
 
 def default_build_dir() -> Path:
     """Where build products go when the caller names no folder: the user's cache, kept between runs."""
-    from course import cache
-
     return cache.folder()
 
 
@@ -59,10 +59,6 @@ def run_check(
     code the catalog executed. `origin`: code_root is a changed copy of that folder (RunRequest.origin).
     `workers`: how many test processes may share the run (where the language splits runs)."""
     chapter = chapter.for_track(track)  # the entries this track runs
-    # here, not at the top: the runner boundary imports course.check.results, which imports this package
-    from course import content, languages, runner, selection
-    from course.languages.protocol import RunRequest
-
     if track.tests_at is None:
         content.require(track.tests)  # an install without this track's catalog: say so, fail no test
 

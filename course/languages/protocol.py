@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ContextManager, Mapping, Optional, Protocol, Union
 
-from course.check.results import FileCoverage, Status
+from course.results import FileCoverage, Status
 
 if TYPE_CHECKING:  # a worker imports this module, and needs no manifest
     from course.chapters import Track

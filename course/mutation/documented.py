@@ -20,7 +20,7 @@ from typing import Callable
 from course import processes, regions
 from course.chapters import Chapter, Mutant, Track
 from course.check import run_check
-from course.check.results import TIMEOUT, CheckResult
+from course.results import TIMEOUT, CheckResult
 from course.errors import BaselineFailed, StaleMutant
 from course.mutation.apply import apply
 

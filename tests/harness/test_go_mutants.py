@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from course.chapters import Chapter
-from course.check.results import PASS, TIMEOUT
+from course.results import PASS, TIMEOUT
 from course.languages.go.worker import Worker
 from course.languages.protocol import CaseFinished, CaseStarted
 from tiny import CHAPTER, GO_REFERENCE, GO_SUM_TEST, tiny_go_chapter

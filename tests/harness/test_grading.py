@@ -15,7 +15,7 @@ import yaml
 from tiny import CHAPTER as TINY
 from tiny import tiny_chapter
 from course.chapters import parse
-from course.check.results import FAIL, PASS, CaseResult, CheckResult, EntryResult
+from course.results import FAIL, PASS, CaseResult, CheckResult, EntryResult
 from course.errors import ManifestError
 from course.grading.gradebook import row_from_results
 from course.grading.scores import autograding, score

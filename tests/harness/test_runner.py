@@ -15,7 +15,7 @@ import pytest
 
 from course import runner
 from course.chapters import Track
-from course.check.results import Status
+from course.results import Status
 from course.languages.protocol import (
     CaseFinished,
     CaseId,

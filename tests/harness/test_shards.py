@@ -18,7 +18,7 @@ import pytest
 from conftest import SYN, syn_reference
 from course import runner
 from course.chapters import Track
-from course.check.results import Status
+from course.results import Status
 from course.languages.protocol import CaseFinished, CaseId, CaseStarted, Collected, Ended, Finished, Problem, RunRequest
 from test_no_leftovers import marked, marked_check, wait_for
 from test_watch_warm import CRASH_AND_HANG, syn_chapter  # noqa: F401 - a fixture

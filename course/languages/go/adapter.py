@@ -20,7 +20,7 @@ from typing import Callable, Mapping
 
 from course import processes
 from course.chapters import Chapter, Track
-from course.check.results import FileCoverage
+from course.results import FileCoverage
 from course.errors import CodeProblem, UsageError
 from course.languages.go import build, coverage, toolchain
 from course.languages.go.worker import Done, Worker

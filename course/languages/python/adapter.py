@@ -18,7 +18,7 @@ from typing import Mapping
 from course import content, processes
 from course.chapters import Fields, Track
 from course.languages.protocol import Prepared, RunRequest
-from course.check.results import FileCoverage
+from course.results import FileCoverage
 from course.errors import CodeProblem
 from course.languages.python import bytecode, imports, launch, measure
 

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from course import content, processes
-from course.check.results import Status
+from course.results import Status
 from course.languages.python.launch import WAITING
 from course.languages.protocol import CaseFinished, CaseId, Collected, Event, Finished, Problem, encode
 
