@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from course import processes
+from course import cache, processes
 from course.chapters import Track
 from course.languages.go import schemata, toolchain
 
@@ -156,10 +156,8 @@ def _schema(track: Track, origin: Path, build_dir: Path, env: dict[str, str]) ->
 
 
 def _build_schema(track: Track, origin: Path, build_dir: Path, env: dict[str, str]) -> schemata.Schema | None:
-    from course.check import default_build_dir
-
     go = toolchain.find().go
-    tool = schemata.tool(default_build_dir(), lambda args, cwd: _call(args, cwd=cwd, env=env)[0])
+    tool = schemata.tool(cache.folder(), lambda args, cwd: _call(args, cwd=cwd, env=env)[0])
     if tool is None:
         return None
     place = build_dir / "go-schema" / hashlib.sha256(f"{origin.resolve()}\n{track.tests.resolve()}".encode()).hexdigest()[:16]
