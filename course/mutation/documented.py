@@ -22,7 +22,7 @@ from course.chapters import Chapter, Mutant, Track
 from course.check import run_check
 from course.results import TIMEOUT, CheckResult
 from course.errors import BaselineFailed, StaleMutant
-from course.mutation.apply import apply
+from course.mutant import apply
 
 class MutantStatus(str, Enum):
     """What became of a documented mutant. A str, so it compares with and serialises as its value."""

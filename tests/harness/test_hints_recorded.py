@@ -10,7 +10,7 @@ import pytest
 from conftest import REPO
 from course import chapters, regions
 from course import signatures as recorded
-from course.mutation.apply import apply
+from course.mutant import apply
 
 TRACKS = [(c.id, t.language) for c in chapters.load_all() for t in c.tracks.values() if t.mutants]
 

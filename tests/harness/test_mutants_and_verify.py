@@ -153,7 +153,7 @@ def test_verify_fails_when_stubs_are_out_of_step_with_the_reference(syn, content
 
 def test_one_documented_bug_gets_its_pitfall_named(syn, content: Path, learner: Path) -> None:
     from course.chapters import load_folder
-    from course.mutation.apply import apply
+    from course.mutant import apply
 
     chapter = load_folder(content / "chapters" / SYN)
     track = chapter.track("python")

@@ -340,7 +340,7 @@ def test_two_workers_agree_with_one_on_an_ag01_mutant(learner: Path, tmp_path: P
     import shutil
 
     from course import chapters
-    from course.mutation.apply import apply
+    from course.mutant import apply
 
     chapter = chapters.get("ag01")
     track = chapter.track("python")

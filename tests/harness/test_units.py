@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from course.chapters import Mutant, normalize_id
-from course.mutation.apply import StaleMutant, _patch
+from course.mutant import StaleMutant, _patch
 
 
 def mutant(diff: str) -> Mutant:

@@ -191,7 +191,7 @@ def test_warm_and_new_workers_agree_on_ag01_mutants(mutant_id: str, learner: Pat
     import shutil
 
     from course import chapters, languages
-    from course.mutation.apply import apply
+    from course.mutant import apply
 
     chapter = chapters.get("ag01")
     track = chapter.track("python")

@@ -28,7 +28,7 @@ from course import processes
 from course.chapters import Track
 from course.errors import StaleMutant
 from course.languages.go import toolchain
-from course.mutation.apply import apply
+from course.mutant import apply
 
 VARIABLE = "COURSE_GO_MUTANT"  # the environment variable that chooses a mutant in a schema binary
 DISPATCH = "courseMutant__"  # the Go variable that holds it, one per package with mutants

@@ -1,18 +1,36 @@
-"""Apply one documented mutant to a copy of the reference: an exact find/replace that must match once,
-or a small unified diff. Never called on the reference itself."""
+"""A documented pitfall mutant, as a chapter's manifest describes it, and how it is applied to a copy of
+the reference: an exact find/replace that must match once, or a small unified diff. Never applied to
+the reference itself.
+
+On the ground floor: the manifest (course.chapters) reads mutants, the engine (course.mutation)
+judges them, and an adapter may build several at once (the Go track's schemata); all of them apply
+a mutant the same way, from here."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
-from course.chapters import Mutant
 from course.errors import StaleMutant
 
-__all__ = ["StaleMutant", "apply"]
+__all__ = ["Mutant", "StaleMutant", "apply"]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str
+    pitfall: int
+    description: str
+    file: str  # the track's file it changes
+    caught_by: tuple[str, ...]  # catalog names documented to fail on it
+    find: str = ""
+    replace: str = ""
+    diff: str = ""  # a small unified diff, as an alternative to find/replace
 
 
 def apply(mutant: Mutant, root: Path) -> None:
+    """Change the copy of the reference in `root` as the mutant says; StaleMutant when it no longer applies."""
     path = root / mutant.file
     if not path.is_file():
         raise StaleMutant(f"{mutant.file}: no such file")
