@@ -670,7 +670,7 @@ def run(reference: bool, language: str, timeout: float, args: tuple[str, ...]) -
     Every other option is the demonstration's own and is passed to it as it is
     (for example `course run ag02 --scenario retry`).
     """
-    from course import content, languages, runner
+    from course import content, languages, services
 
     # The chapter is the first word that is not an option; with none, the current chapter. Any other
     # word belongs to the demonstration (click puts unknown options among the arguments, in order).
@@ -679,7 +679,7 @@ def run(reference: bool, language: str, timeout: float, args: tuple[str, ...]) -
     track = target.track
     if not track.run:
         raise UsageError(f"chapter {target.chapter.id} has no demonstration to run")
-    with runner.environment(track.for_demonstration) as env:
+    with services.environment(track.for_demonstration) as env:
         code = languages.get(track.language).run_script(track, target.code_root, content.require(track.tests) / track.run,
                                                         list(args), env, timeout=timeout)
     sys.exit(code if code >= 0 else 128 - code)  # killed by a signal: the shell's convention

@@ -16,11 +16,7 @@
     and reports the cases in the run's order.
 
 What a catalog needs from the harness reaches it through the environment, the same for every
-language (request.env, given to the test process as it is):
-    COURSE_FIXTURES        the chapter's recorded data (fixtures/<chapter>/), absolute
-    COURSE_SCRATCH         an empty folder for this run's own files, removed after it
-    COURSE_FAKE_MODEL_URL  base URL (http://127.0.0.1:PORT/v1) of a course fake model started for
-                           the run, when the track lists `services: [fake-model]`
+language: request.env, given to the test process as it is (course.environment names the variables).
 """
 
 from __future__ import annotations
@@ -34,10 +30,6 @@ from course.results import FileCoverage, Status
 
 if TYPE_CHECKING:  # a worker imports this module, and needs no manifest
     from course.chapters import Track
-
-FIXTURES_VAR = "COURSE_FIXTURES"
-SCRATCH_VAR = "COURSE_SCRATCH"
-FAKE_MODEL_VAR = "COURSE_FAKE_MODEL_URL"
 
 
 @dataclass(frozen=True)

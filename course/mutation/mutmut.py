@@ -22,7 +22,7 @@ from typing import Callable
 from course import content, regions
 from course.chapters import Chapter, Track
 from course.errors import CourseError, UsageError
-from course.languages.protocol import FIXTURES_VAR, SCRATCH_VAR
+from course.environment import FIXTURES_VAR, SCRATCH_VAR
 
 # mutmut's exit codes per mutant, from its .meta files (exit_code_by_key).
 _KILLED = {1, 3}

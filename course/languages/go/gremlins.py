@@ -104,11 +104,11 @@ def stage(track: Track, into: Path) -> Path:
 
 
 def run_gremlins(chapter: Chapter, track: Track, *, echo: Callable[[str], None]) -> GremlinsReport:
-    from course import runner
+    from course import services
 
     gremlins = find()
     shown_prefix = build.module_root(track, Path(".")).as_posix()
-    with tempfile.TemporaryDirectory(prefix=f"course-gremlins-{chapter.id}-") as tmp, runner.environment(track) as env:
+    with tempfile.TemporaryDirectory(prefix=f"course-gremlins-{chapter.id}-") as tmp, services.environment(track) as env:
         module = stage(track, Path(tmp))
         echo(f"gremlins {VERSION}: staging {chapter.id} in {module} and running the catalog for every mutant "
              "(this takes a while)")
