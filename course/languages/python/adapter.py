@@ -20,7 +20,7 @@ from course.chapters import Fields, Track
 from course.languages.protocol import Prepared, RunRequest
 from course.results import FileCoverage
 from course.errors import CodeProblem
-from course.languages.python import bytecode, imports, launch, measure
+from course.languages.python import bytecode, handshake, imports, launch, measure
 
 
 class PythonAdapter:
@@ -73,7 +73,7 @@ class PythonAdapter:
         """For `course watch`: import, once, what every catalog run needs (pytest, its plugins,
         the worker), and keep the next run's worker ready while the learner types (set up as far
         as it can be without the code under test: see course.languages.python.worker.run)."""
-        launch.warm()
+        handshake.warm()
         self._standby = launch.Standby()
         try:
             yield

@@ -26,7 +26,7 @@ import pytest
 
 from course import content, processes
 from course.results import Status
-from course.languages.python.launch import WAITING
+from course.languages.python.handshake import WAITING
 from course.languages.protocol import CaseFinished, CaseId, Collected, Event, Finished, Problem, encode
 
 
