@@ -363,7 +363,7 @@ def check(chapter: Any, reference: bool, select: str, case: str, stop_first: boo
     from course.check import DEFAULT_BUDGET, DEFAULT_TIMEOUT, run_check
     from course.processes import single_run_workers
     from course.check.report import TerminalReport, junit_xml, results_json, write_json, write_junit
-    from course.diagnose import diagnose
+    from course.pitfall_hints import diagnose
     from course.learner import fingerprint
 
     _writable(json_path, junit_path, autograding_path)
@@ -483,7 +483,7 @@ def watch(chapter: Any, timeout: float | None, budget: float | None, poll: bool)
     from course.processes import single_run_workers
     from course.check.report import TerminalReport
     from course.results import PASS
-    from course.diagnose import diagnose
+    from course.pitfall_hints import diagnose
     from course.learner import fingerprint
 
     target = _learner_chapter(chapter)

@@ -30,7 +30,7 @@ def test_chapter_ids_normalize(spelling: str) -> None:
 
 
 def test_the_hint_names_a_pitfall_only_on_a_clear_match() -> None:
-    from course.diagnose import name_pitfall
+    from course.pitfall_hints import name_pitfall
 
     signatures = {
         "a1": frozenset({"sse[crlf]@t.py:10 AssertionError", "sse[cr]@t.py:10 AssertionError"}),

@@ -1,4 +1,5 @@
-"""Name the pitfall a learner's failures look like, or say nothing.
+"""Pitfall hints: the `hint:` line of `course check` and `course watch`, naming the pitfall a learner's
+failures look like, or saying nothing. (Not `course hint`, which reveals a catalog test's written hints.)
 
 `course verify --record` records each documented mutant's signature in the chapter's signatures.json
 (course.signatures): every
