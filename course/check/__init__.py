@@ -13,6 +13,7 @@ from course import cache, content, languages, runner, selection
 from course.chapters import Chapter, Track
 from course.errors import BadSelection
 from course.languages.protocol import RunRequest
+from course.mutant import Mutant
 from course.results import FAIL_STATUSES, CaseResult, CheckResult, EntryResult
 
 DEFAULT_TIMEOUT = 5.0
@@ -46,6 +47,7 @@ def run_check(
     shuffle: int | None = None,
     coverage: bool = False,
     origin: Path | None = None,
+    mutant: Mutant | None = None,
     workers: int = 1,
 ) -> CheckResult:
     """Run the catalog (the tests `select` matches, with -k's syntax, and among them those in `only`)
@@ -56,7 +58,8 @@ def run_check(
     together, so it is complete when the next begins). `scratch` is a folder for build products
     (removed by the caller); without it they go to the user's cache. `shuffle`, a seed, runs the
     cases in an order drawn from it instead (no `on_entry` then); `coverage` measures what of the
-    code the catalog executed. `origin`: code_root is a changed copy of that folder (RunRequest.origin).
+    code the catalog executed. `origin`: code_root is a changed copy of that folder (RunRequest.origin);
+    `mutant`: the documented mutant that copy holds (RunRequest.mutant).
     `workers`: how many test processes may share the run (where the language splits runs)."""
     chapter = chapter.for_track(track)  # the entries this track runs
     if track.tests_at is None:
@@ -92,7 +95,7 @@ def run_check(
     started = time.perf_counter()
     request = RunRequest(track=track, code_root=code_root, tests=tuple(order), timeout=timeout,
                          build_dir=scratch or default_build_dir(), shuffle=shuffle, coverage=coverage,
-                         budget=budget, cases=cases, origin=origin, workers=workers)
+                         budget=budget, cases=cases, origin=origin, mutant=mutant, workers=workers)
     stopped = False
     try:
         outcome = runner.run(adapter, request, on_case=on_case)

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ContextManager, Mapping, Optional, Protocol, Union
 
+from course.mutant import Mutant
 from course.results import FileCoverage, Status
 
 if TYPE_CHECKING:  # a worker imports this module, and needs no manifest
@@ -54,6 +55,9 @@ class RunRequest:
     # may build it as if its files were there, to reuse what it built for the others; the catalog
     # alone judges it (no linter's verdict)
     origin: Optional[Path] = None
+    # the documented mutant code_root holds (origin with this mutant applied, nothing else), or None
+    # for code that is not one: an adapter that builds many mutants at once is told which this is
+    mutant: Optional[Mutant] = None
 
 
 @dataclass(frozen=True)

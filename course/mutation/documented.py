@@ -107,7 +107,7 @@ def _judge(chapter: Chapter, track: Track, mutant: Mutant, timeout: float, scrat
             apply(mutant, copy)
         except StaleMutant as exc:
             return MutantResult(mutant, STALE, detail=str(exc))
-        result = run_check(chapter, track, copy, timeout=timeout, scratch=scratch, origin=origin)
+        result = run_check(chapter, track, copy, timeout=timeout, scratch=scratch, origin=origin, mutant=mutant)
     failing = sorted(result.failing)
     signature = sorted(result.signature)
     if result.problem:

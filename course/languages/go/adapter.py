@@ -67,7 +67,7 @@ class GoAdapter:
         tests = [self.test_name(n) for n in request.tests]
         built, problem = build.build(request.track, request.code_root, tests, request.build_dir,
                                      env=self._env(request), cover=request.coverage_dir is not None,
-                                     origin=request.origin)
+                                     origin=request.origin, mutant=request.mutant)
         return Prepared(problem=problem, artifact=built)
 
     def start(self, request: RunRequest, prepared: Prepared, skip: frozenset[str]) -> Worker | Done:
