@@ -537,6 +537,7 @@ def diff(chapter: Any, force: bool, everything: bool) -> None:
     from course import content, languages
     from course.diffing import diff_files
     from course.errors import Refused
+    from course.languages.protocol import CommentBlindDiff
     from course.learner import fingerprint
 
     target = _learner_chapter(chapter)
@@ -546,7 +547,8 @@ def diff(chapter: Any, force: bool, everything: bool) -> None:
             raise Refused(f"the reference is shown once `course check {chapter.id}` passes; it has not passed yet")
         if fingerprint(repo.root, track.files) != state.passed_fingerprint:
             raise Refused(f"your files are not the ones that passed `course check {chapter.id}`; run it again first")
-    commentary = None if everything else languages.get(track.language).commentary_lines
+    blind = None if everything else languages.capability(languages.get(track.language), CommentBlindDiff)
+    commentary = blind.commentary_lines if blind is not None else None
     summary = diff_files(repo.root, content.require(track.reference), track.files, echo=echo, color=_color(), commentary=commentary)
     if not summary.changed:
         echo(f"no differences{' in code' if summary.left_out else ''}: your {chapter.id} files match the reference.")
@@ -671,6 +673,7 @@ def run(reference: bool, language: str, timeout: float, args: tuple[str, ...]) -
     (for example `course run ag02 --scenario retry`).
     """
     from course import content, languages, services
+    from course.languages.protocol import Demonstration
 
     # The chapter is the first word that is not an option; with none, the current chapter. Any other
     # word belongs to the demonstration (click puts unknown options among the arguments, in order).
@@ -679,9 +682,12 @@ def run(reference: bool, language: str, timeout: float, args: tuple[str, ...]) -
     track = target.track
     if not track.run:
         raise UsageError(f"chapter {target.chapter.id} has no demonstration to run")
+    demonstration = languages.capability(languages.get(track.language), Demonstration)
+    if demonstration is None:
+        raise UsageError(f"the {track.language} track cannot run demonstrations yet")
     with services.environment(track.for_demonstration) as env:
-        code = languages.get(track.language).run_script(track, target.code_root, content.require(track.tests) / track.run,
-                                                        list(args), env, timeout=timeout)
+        code = demonstration.run_script(track, target.code_root, content.require(track.tests) / track.run,
+                                        list(args), env, timeout=timeout)
     sys.exit(code if code >= 0 else 128 - code)  # killed by a signal: the shell's convention
 
 
@@ -763,36 +769,28 @@ def selftest(chapter: Any, timeout: float, jobs: int | None) -> None:
 @click.argument("chapter", metavar="CHAPTER", type=CHAPTER)
 @click.option("--only", default="", metavar="IDS", help="Run only these mutants, e.g. --only s05,s06.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the results as JSON.")
-@click.option("--mutmut", "use_mutmut", is_flag=True, help="Run mutmut's generic mutants instead (instructor extra).")
-@click.option("--gremlins", "use_gremlins", is_flag=True,
-              help="Run gremlins' generic mutants instead, on a track whose adapter offers it (go).")
+@click.option("--broad", is_flag=True,
+              help="Run the track's general mutation tool instead (mutmut for Python, gremlins for Go: instructors' extras).")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Mutants run at once [default: twice the cores].")
 @language_option("The track whose mutants run.")
-def mutants(chapter: Any, only: str, json_path: Path | None, use_mutmut: bool, use_gremlins: bool, jobs: int | None,
-            language: str) -> None:
-    """Prove the catalog kills each documented pitfall mutant (or, with --mutmut or --gremlins, score it broadly)."""
+def mutants(chapter: Any, only: str, json_path: Path | None, broad: bool, jobs: int | None, language: str) -> None:
+    """Prove the catalog kills each documented pitfall mutant (or, with --broad, score it with a general tool)."""
     import json
 
     _writable(json_path)
     track = chapter.track(language)
-    if (use_mutmut or use_gremlins) and (only or jobs):
-        raise UsageError("--only and --jobs choose documented mutants; --mutmut and --gremlins run their tool's own")
-    if use_gremlins:
-        from course import languages
+    if broad and (only or jobs):
+        raise UsageError("--only and --jobs choose documented mutants; --broad runs its tool's own")
+    if broad:
+        from course import languages, services
+        from course.languages.protocol import BroadMutation
 
-        broad = getattr(languages.get(language), "gremlins", None)
-        if use_mutmut or broad is None:
-            raise UsageError(f"gremlins scores Go code: the {language} track's broad score is --mutmut")
-        report = broad(chapter, track, echo=lambda m: echo(m, err=True))
+        tool = languages.capability(languages.get(language), BroadMutation)
+        if tool is None:
+            raise UsageError(f"the {language} track has no broad mutation tool")
+        with services.environment(track) as env:
+            report = tool.run(chapter, track, env, echo=lambda m: echo(m, err=True))
         report.show(echo)
-        if json_path:
-            json_path.write_text(json.dumps(report.as_dict(), indent=2) + "\n", encoding="utf-8")
-        sys.exit(0)
-    if use_mutmut:
-        from course.mutation.mutmut import run_mutmut, show_mutmut
-
-        report = run_mutmut(chapter, track, echo=lambda m: echo(m, err=True))
-        show_mutmut(report, echo)
         if json_path:
             json_path.write_text(json.dumps(report.as_dict(), indent=2) + "\n", encoding="utf-8")
         sys.exit(0)

@@ -150,6 +150,6 @@ def test_the_language_option_lists_the_languages_with_an_adapter(synthetic_conte
     assert "'cobol' is not" in result.output and all(f"'{name}'" in result.output for name in ADAPTERS), result.output
 
 
-def test_mutmut_options_that_choose_documented_mutants_are_refused(synthetic_content: Path, tmp_path: Path) -> None:
-    result = invoke("mutants", SYN, "--mutmut", "--only", "m1", cwd=tmp_path)
+def test_broad_with_options_that_choose_documented_mutants_is_refused(synthetic_content: Path, tmp_path: Path) -> None:
+    result = invoke("mutants", SYN, "--broad", "--only", "m1", cwd=tmp_path)
     assert isinstance(result.exception, errors.UsageError) and "--only and --jobs" in result.exception.message

@@ -16,15 +16,15 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Mapping
 
 from course import processes
-from course.chapters import Chapter, Track
-from course.results import FileCoverage
+from course.chapters import Track
 from course.errors import CodeProblem, UsageError
-from course.languages.go import build, coverage, toolchain
+from course.languages.go import build, coverage, gremlins, toolchain
 from course.languages.go.worker import Done, Worker
-from course.languages.protocol import Prepared, RunRequest
+from course.languages.protocol import BroadMutation, CommentBlindDiff, Demonstration, LearnerTests, Prepared, RunRequest
+from course.results import FileCoverage
 
 # Go keeps initialisms upper case in names (golint's list): api_error -> APIError, sse_spec -> SSESpec
 INITIALISMS = {"api", "ascii", "cpu", "css", "dns", "eof", "html", "http", "https", "id", "io", "ip", "json",
@@ -37,6 +37,12 @@ class GoAdapter:
     # One test binary runs the whole catalog about as fast as a bare `go test`: a second one would
     # cost a second process start and link for little.
     splits = False
+
+    def __init__(self) -> None:
+        # every optional capability of the protocol: learners' own tests (selftest), gremlins' broad
+        # score, a diff blind to comments, the chapters' demonstrations
+        self.capabilities = {LearnerTests: self, BroadMutation: gremlins.Gremlins(), CommentBlindDiff: self,
+                             Demonstration: self}
 
     def test_name(self, entry: str) -> str:
         """'api_error_not_retried' -> 'TestAPIErrorNotRetried'. A learner's own test is named by its
@@ -88,12 +94,6 @@ class GoAdapter:
 
     def _env(self, request: RunRequest) -> dict[str, str]:
         return toolchain.environment(dict(request.env))
-
-    def gremlins(self, chapter: Chapter, track: Track, *, echo: Callable[[str], None]) -> "gremlins.GremlinsReport":
-        """gremlins' broad mutation score of the track's catalog (`course mutants --gremlins`)."""
-        from course.languages.go import gremlins
-
-        return gremlins.run_gremlins(chapter, track, echo=echo)
 
     @contextmanager
     def ahead(self, request: RunRequest, workers: int) -> Iterator[None]:

@@ -17,10 +17,10 @@ from typing import Mapping
 
 from course import content, processes
 from course.chapters import Fields, Track
-from course.languages.protocol import Prepared, RunRequest
-from course.results import FileCoverage
 from course.errors import CodeProblem
-from course.languages.python import bytecode, handshake, imports, launch, measure
+from course.languages.protocol import BroadMutation, CommentBlindDiff, Demonstration, LearnerTests, Prepared, RunRequest
+from course.languages.python import bytecode, handshake, imports, launch, measure, mutmut
+from course.results import FileCoverage
 
 
 class PythonAdapter:
@@ -31,6 +31,12 @@ class PythonAdapter:
     _standby: launch.Standby | None = None  # `course watch`: workers kept ready between runs
     # a run's workers, started before its code was prepared: each thread's own (mutants run many at once)
     _run = threading.local()
+
+    def __init__(self) -> None:
+        # every optional capability of the protocol: learners' own tests (selftest), mutmut's broad
+        # score, a diff blind to comments and docstrings, the chapters' demonstrations
+        self.capabilities = {LearnerTests: self, BroadMutation: mutmut.Mutmut(), CommentBlindDiff: self,
+                             Demonstration: self}
 
     def test_name(self, entry: str) -> str:
         return f"test_{entry}"

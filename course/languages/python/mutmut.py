@@ -1,4 +1,5 @@
-"""`course mutants CHAPTER --mutmut`: mutmut's broad mutation score of a chapter's catalog.
+"""The Python adapter's broad mutation tool (`course mutants CHAPTER --broad` on a Python track):
+mutmut's score of a chapter's catalog.
 
 mutmut only mutates code imported under the module name matching its path, and runs pytest from its
 own mutants/ copy: run on reference/<language>/<id>/ in place it fails or, with the tests outside its
@@ -17,12 +18,12 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from course import content, regions
 from course.chapters import Chapter, Track
-from course.errors import CourseError, UsageError
 from course.environment import FIXTURES_VAR, SCRATCH_VAR
+from course.errors import CourseError, UsageError
 
 # mutmut's exit codes per mutant, from its .meta files (exit_code_by_key).
 _KILLED = {1, 3}
@@ -50,6 +51,16 @@ class MutmutReport:
         return {"total": self.total, "killed": self.killed, "timeouts": self.timeouts,
                 "survived": self.survived, "no_tests": self.no_tests, "other": self.other,
                 "score": round(self.score, 4), "diffs": self.diffs}
+
+    def show(self, echo: Callable[[str], None]) -> None:
+        echo(f"mutmut: {self.total} mutants, {self.killed} killed, {self.timeouts} timeouts, "
+             f"{len(self.survived)} survived, {len(self.no_tests)} not covered by any test"
+             + (f", {len(self.other)} other" if self.other else ""))
+        echo(f"score: {self.score:.1%} (killed and timeouts over all)")
+        for name in self.survived + self.no_tests:
+            label = "survived" if name in self.survived else "no test"
+            echo(f"\n--- {label}: {name}")
+            echo(self.diffs.get(name, ""))
 
 
 def stage(chapter: Chapter, track: Track, into: Path) -> None:
@@ -98,9 +109,9 @@ def read_results(folder: Path) -> MutmutReport:
     return report
 
 
-def run_mutmut(chapter: Chapter, track: Track, *, echo: Callable[[str], None]) -> MutmutReport:
-    if track.language != "python":
-        raise UsageError("mutmut scores Python tracks only")
+def run_mutmut(chapter: Chapter, track: Track, run_env: Mapping[str, str], *, echo: Callable[[str], None]) -> MutmutReport:
+    """mutmut on a staged copy of the track's reference and catalog. `run_env` is the run's
+    environment (services started); the fixtures and scratch folder are the staged copy's own."""
     try:
         import mutmut  # noqa: F401
     except ImportError:
@@ -109,7 +120,7 @@ def run_mutmut(chapter: Chapter, track: Track, *, echo: Callable[[str], None]) -
     with tempfile.TemporaryDirectory(prefix=f"course-mutmut-{chapter.id}-") as tmp:
         folder = Path(tmp)
         stage(chapter, track, folder)
-        env = {**os.environ, "PYTHONPATH": harness, "PYTHONDONTWRITEBYTECODE": "1",
+        env = {**os.environ, **run_env, "PYTHONPATH": harness, "PYTHONDONTWRITEBYTECODE": "1",
                FIXTURES_VAR: str(folder / "fixtures" / chapter.id), SCRATCH_VAR: str(folder / "scratch")}
         (folder / "scratch").mkdir()
         echo(f"mutmut: staging {chapter.id} in {folder} and running (this takes a while)")
@@ -126,12 +137,11 @@ def run_mutmut(chapter: Chapter, track: Track, *, echo: Callable[[str], None]) -
     return report
 
 
-def show_mutmut(report: MutmutReport, echo: Callable[[str], None]) -> None:
-    echo(f"mutmut: {report.total} mutants, {report.killed} killed, {report.timeouts} timeouts, "
-         f"{len(report.survived)} survived, {len(report.no_tests)} not covered by any test"
-         + (f", {len(report.other)} other" if report.other else ""))
-    echo(f"score: {report.score:.1%} (killed and timeouts over all)")
-    for name in report.survived + report.no_tests:
-        label = "survived" if name in report.survived else "no test"
-        echo(f"\n--- {label}: {name}")
-        echo(report.diffs.get(name, ""))
+class Mutmut:
+    """The BroadMutation capability of the Python adapter (course.languages.protocol)."""
+
+    tool = "mutmut"
+
+    def run(self, chapter: Chapter, track: Track, env: Mapping[str, str], *, echo: Callable[[str], None]) -> MutmutReport:
+        return run_mutmut(chapter, track, env, echo=echo)
+
