@@ -1,4 +1,5 @@
-"""The runner boundary, driven by a scripted adapter: no process, no pytest, no chapter content.
+"""The runner boundary, driven by the scripted adapter the package ships (course.languages.scripted):
+no process, no pytest, no chapter content.
 
 What any language adapter can rely on: prepare's problem stops the run before a worker starts; a
 worker that dies in a test gets that test blamed and a fresh worker for the rest; a test past its
@@ -7,15 +8,13 @@ deadline is stopped; cases already reported are skipped by the next worker; a Pr
 
 from __future__ import annotations
 
-import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from course import runner
 from course.chapters import Track
-from course.results import Status
 from course.languages.protocol import (
     CaseFinished,
     CaseId,
@@ -29,56 +28,15 @@ from course.languages.protocol import (
     decode,
     encode,
 )
+from course.languages.scripted import Hang, ScriptedAdapter
+from course.results import Status
 
 CASES = [CaseId("t::a", "a"), CaseId("t::b[1]", "b", "1"), CaseId("t::b[2]", "b", "2"), CaseId("t::c", "c")]
 
 
-class Hang:
-    """In a script: the worker says nothing more (the deadline must fire)."""
-
-
-@dataclass
-class ScriptedWorker:
-    events: list
-    ended: Ended
-    killed: bool = False
-
-    def next_event(self, deadline):  # noqa: ANN001, ANN201
-        if not self.events:
-            return None
-        event = self.events.pop(0)
-        if isinstance(event, Hang):
-            raise TimeoutError
-        return event
-
-    def kill(self) -> None:
-        self.killed = True
-
-    def close(self) -> Ended:
-        return self.ended
-
-
-@dataclass
-class ScriptedAdapter:
-    """Each start() plays the next script, given the cases not yet reported (the `skip` contract)."""
-
-    scripts: list
-    problem: str = ""
-    name: str = "scripted"
-    exit_call: str = "exit()"
-    skips: list = field(default_factory=list)
-    splits: bool = False
-
-    def ahead(self, request: RunRequest, workers: int):  # noqa: ANN201
-        return contextlib.nullcontext()
-
-    def prepare(self, request: RunRequest) -> Prepared:
-        return Prepared(problem=self.problem)
-
-    def start(self, request: RunRequest, prepared: Prepared, skip: frozenset[str]) -> ScriptedWorker:
-        self.skips.append(skip)
-        events, ended = self.scripts.pop(0)([c for c in CASES if c.key not in skip])
-        return ScriptedWorker(list(events), ended)
+def scripted(scripts: list, **fields) -> ScriptedAdapter:  # noqa: ANN003
+    """The package's scripted adapter playing `scripts` over CASES."""
+    return ScriptedAdapter(scripts, cases=tuple(CASES), **fields)
 
 
 def passing(cases: list[CaseId]) -> list:
@@ -95,14 +53,14 @@ def statuses(outcome) -> list[tuple[str, str, str]]:  # noqa: ANN001
 
 
 def test_a_clean_run_reports_every_case_in_order(tmp_path: Path) -> None:
-    adapter = ScriptedAdapter([lambda cases: ([Collected(tuple(cases)), *passing(cases), Finished()], Ended(0))])
+    adapter = scripted([lambda cases: ([Collected(tuple(cases)), *passing(cases), Finished()], Ended(0))])
     outcome = runner.run(adapter, request(tmp_path))
     assert statuses(outcome) == [("a", "", "pass"), ("b", "1", "pass"), ("b", "2", "pass"), ("c", "", "pass")]
     assert outcome.problem == ""
 
 
 def test_a_prepare_problem_stops_the_run_before_any_worker(tmp_path: Path) -> None:
-    adapter = ScriptedAdapter([], problem="pkg/calc.py:3: syntax error: invalid syntax")
+    adapter = scripted([], problem="pkg/calc.py:3: syntax error: invalid syntax")
     outcome = runner.run(adapter, request(tmp_path))
     assert outcome.problem == "pkg/calc.py:3: syntax error: invalid syntax" and outcome.cases == []
     assert adapter.skips == [], "no worker may start when the code does not build"
@@ -115,7 +73,7 @@ def test_a_worker_dying_in_a_test_blames_it_and_a_fresh_worker_runs_the_rest(tmp
     def the_rest(cases: list[CaseId]):  # noqa: ANN202
         return [Collected(tuple(cases)), *passing(cases), Finished()], Ended(0)
 
-    adapter = ScriptedAdapter([dies_in_b1, the_rest])
+    adapter = scripted([dies_in_b1, the_rest])
     outcome = runner.run(adapter, request(tmp_path))
     assert statuses(outcome) == [("a", "", "pass"), ("b", "1", "error"), ("b", "2", "pass"), ("c", "", "pass")]
     assert outcome.cases[1].message == ("the test process exited with code 3 (exit() or a crash in the code "
@@ -130,7 +88,7 @@ def test_a_signal_death_names_the_signal(tmp_path: Path) -> None:
     def the_rest(cases: list[CaseId]):  # noqa: ANN202
         return [Collected(tuple(cases)), *passing(cases), Finished()], Ended(0)
 
-    outcome = runner.run(ScriptedAdapter([killed, the_rest]), request(tmp_path))
+    outcome = runner.run(scripted([killed, the_rest]), request(tmp_path))
     assert outcome.cases[0].message == "the test process was killed by SIGKILL during this test"
 
 
@@ -138,7 +96,7 @@ def test_a_test_past_its_deadline_is_stopped_and_the_rest_run(tmp_path: Path) ->
     def hangs_in_c(cases: list[CaseId]):  # noqa: ANN202
         return [Collected(tuple(cases)), *passing(cases[:3]), CaseStarted(cases[3].key), Hang()], Ended(-9)
 
-    outcome = runner.run(ScriptedAdapter([hangs_in_c]), request(tmp_path))
+    outcome = runner.run(scripted([hangs_in_c]), request(tmp_path))
     assert statuses(outcome)[-1] == ("c", "", "timeout")
     assert "did not finish within" in outcome.cases[-1].message and "--timeout" in outcome.cases[-1].message
 
@@ -161,7 +119,7 @@ def test_an_unannounced_worker_dying_blames_the_case_after_the_last_one_it_finis
     def the_rest(cases: list[CaseId]):  # noqa: ANN202
         return [Collected(tuple(cases), starts_said=False), *finishing(cases), Finished()], Ended(0)
 
-    adapter = ScriptedAdapter([dies_in_b1, dies_at_once, the_rest])
+    adapter = scripted([dies_in_b1, dies_at_once, the_rest])
     outcome = runner.run(adapter, request(tmp_path))
     assert statuses(outcome) == [("a", "", "pass"), ("b", "1", "error"), ("b", "2", "error"), ("c", "", "pass")]
     assert outcome.cases[1].message == "the test process was killed by SIGKILL during this test"
@@ -175,7 +133,7 @@ def test_an_unannounced_case_past_its_deadline_is_the_one_stopped(tmp_path: Path
     def the_rest(cases: list[CaseId]):  # noqa: ANN202
         return [Collected(tuple(cases), starts_said=False), *finishing(cases), Finished()], Ended(0)
 
-    outcome = runner.run(ScriptedAdapter([hangs_in_b2, the_rest]), request(tmp_path))
+    outcome = runner.run(scripted([hangs_in_b2, the_rest]), request(tmp_path))
     assert statuses(outcome) == [("a", "", "pass"), ("b", "1", "pass"), ("b", "2", "timeout"), ("c", "", "pass")]
 
 
@@ -183,7 +141,7 @@ def test_an_unannounced_worker_that_ends_after_its_last_case_blames_no_case(tmp_
     def ends_without_finished(cases: list[CaseId]):  # noqa: ANN202
         return [Collected(tuple(cases), starts_said=False), *finishing(cases)], Ended(1, "Fatal")
 
-    outcome = runner.run(ScriptedAdapter([ends_without_finished]), request(tmp_path))
+    outcome = runner.run(scripted([ends_without_finished]), request(tmp_path))
     assert [s for _, _, s in statuses(outcome)] == ["pass"] * 4
     assert outcome.problem == ""
 
@@ -196,12 +154,12 @@ def test_an_unannounced_timeout_skips_the_rest_of_its_test_and_blames_nothing_el
     def the_rest(cases: list[CaseId]):  # noqa: ANN202
         return [Collected(tuple(cases), starts_said=False), *finishing(cases), Finished()], Ended(0)
 
-    outcome = runner.run(ScriptedAdapter([times_out_in_b1, the_rest]), request(tmp_path))
+    outcome = runner.run(scripted([times_out_in_b1, the_rest]), request(tmp_path))
     assert statuses(outcome) == [("a", "", "pass"), ("b", "1", "timeout"), ("b", "2", "skip"), ("c", "", "pass")]
 
 
 def test_a_problem_event_ends_the_run_with_its_message(tmp_path: Path) -> None:
-    adapter = ScriptedAdapter([lambda cases: ([Problem("importing pkg.calc failed: ValueError: no")], Ended(0))])
+    adapter = scripted([lambda cases: ([Problem("importing pkg.calc failed: ValueError: no")], Ended(0))])
     outcome = runner.run(adapter, request(tmp_path))
     assert outcome.problem == "importing pkg.calc failed: ValueError: no" and outcome.cases == []
 
@@ -213,7 +171,7 @@ def test_a_worker_that_ends_outside_any_test_is_restarted_while_it_makes_progres
     def nothing(cases: list[CaseId]):  # noqa: ANN202
         return [Collected(tuple(cases))], Ended(1, "Fatal again")
 
-    adapter = ScriptedAdapter([one_then_gone, nothing])
+    adapter = scripted([one_then_gone, nothing])
     outcome = runner.run(adapter, request(tmp_path))
     assert statuses(outcome) == [("a", "", "pass")]
     assert outcome.problem == "the test process ended outside any test: Fatal again"
