@@ -20,7 +20,7 @@ from course.fake_model import replies
 openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 USER = {"role": "user", "content": "Weather in Paris?"}
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
          {"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}}]

@@ -16,7 +16,7 @@ from course.fake_model import contract
 from course.fake_model.errors import APIError
 from test_fake_model_api import BAD_REQUESTS, GOOD_REQUESTS
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CHAT = "CreateChatCompletionRequest"
 RESPONSES = "CreateResponseRequest"
 

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import start_in_process, syn_reference
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
 
 def compare(name: str, results: Path) -> None:

@@ -18,7 +18,7 @@ import pytest
 from course import chapters, content
 from course.languages.registry import ADAPTERS
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 pytest.importorskip("hatchling", reason="building the package needs hatchling (the test extra installs it)")
 
 

@@ -20,7 +20,7 @@ from course.fake_model import contract
 
 openai = pytest.importorskip("openai")
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "fixtures" / "ag02"
 TOOLS_SPEC = json.loads((FIXTURES / "tools.json").read_text())["tools"]
 SDK_TOOLS = [{"type": "function", "name": t["name"], "description": t["description"], "strict": True,

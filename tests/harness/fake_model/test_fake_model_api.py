@@ -17,7 +17,7 @@ from course import fake_model
 from course.fake_model import contract, replies
 from test_fake_model_http import exchange, post
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 USER = {"role": "user", "content": "Weather in Paris?"}
 
 

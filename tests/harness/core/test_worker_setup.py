@@ -11,7 +11,7 @@ import pytest
 from course.languages.python.worker import UNUSED_BY_CATALOGS
 from tiny import CHAPTER, tiny_chapter
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CATALOGS = sorted((REPO / "tests" / "python").glob("*/*.py")) + sorted((REPO / "tests" / "harness" / "synthetic" / "tests").rglob("*.py"))
 
 
