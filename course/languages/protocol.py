@@ -17,6 +17,11 @@
 
 What a catalog needs from the harness reaches it through the environment, the same for every
 language: request.env, given to the test process as it is (course.environment names the variables).
+
+Below the events: Adapter, what every language implements, and the optional capabilities only some
+offer (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration), which an adapter declares in
+`capabilities` and a command asks for with course.languages.capability. course.languages.scripted
+is the smallest adapter that keeps the contract; contract_problems says what one lacks.
 """
 
 from __future__ import annotations
