@@ -97,7 +97,7 @@ def test_no_process_outlives_a_check_killed_while_a_test_spins(course, learner: 
 def test_a_failure_of_the_harness_is_reported_as_internal_not_interrupted(learner: Path) -> None:
     script = ("import sys\nfrom course import cli\n"
               "def broken(*a, **k):\n    raise RuntimeError('a bug in the harness')\n"
-              "cli.list_cmd.callback = broken\nsys.argv = ['course', 'list']\ncli.main()\n")
+              "cli.cli.commands['list'].callback = broken\nsys.argv = ['course', 'list']\ncli.main()\n")
     env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
     ran = subprocess.run([sys.executable, "-c", script], cwd=learner, env=env, capture_output=True, text=True,
                          timeout=60)
@@ -177,7 +177,7 @@ def test_a_command_ends_with_its_status_its_output_and_every_atexit_handler(lear
                  if thread else "") +
               "    print('unflushed', end=' ')\n"
               f"    {ending}\n"
-              "cli.list_cmd.callback = command\nsys.argv = ['course', 'list']\ncli.main()\n")
+              "cli.cli.commands['list'].callback = command\nsys.argv = ['course', 'list']\ncli.main()\n")
     env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", "PYTHONUNBUFFERED": ""}
     ran = subprocess.run([sys.executable, "-c", script], cwd=learner, env=env, capture_output=True, text=True, timeout=60)
     assert ran.returncode == status, ran.stdout + ran.stderr
