@@ -7,8 +7,8 @@ cli      `course check ag01 --reference` and `course check ag02 --reference` aga
          `python -m pytest` of one trivial test
          (target: median within 2x), and against bare pytest running the same ag01 catalog (the
          harness's own cost), and `course --help` (target: under 150 ms), runs interleaved. With
-         --against, the same three `course` commands of another checkout (an earlier commit) in the
-         same rounds, and each one's ratio to it.
+         --against, the same three `course` commands of another checkout (an earlier commit), each
+         right after this checkout's, the rounds' order alternating, and each one's ratio to it.
 sse      the reference EventReader against httpx-sse's decoders (and openai-python's) on the same
          4 MB chat-completions stream read 4 KiB at a time, with short chunks (150 bytes an event)
          and with chunks shaped like the real API's (281 bytes; target: at least 2x httpx-sse on
@@ -62,11 +62,13 @@ def wall(args: list[str], cwd: Path | None = None, env: dict[str, str] | None = 
     return time.perf_counter() - started
 
 
-def interleaved(commands: dict[str, tuple], runs: int) -> dict[str, float]:
-    """Median wall time of each command, (args, cwd) or (args, cwd, env), run in turn round after round."""
+def interleaved(commands: dict[str, tuple], runs: int, *, alternate: bool = False) -> dict[str, float]:
+    """Median wall time of each command, (args, cwd) or (args, cwd, env), run in turn round after round.
+    `alternate`: every other round runs them in the reverse order, so that neither of two commands
+    compared side by side always comes first (a command is slower right after a heavy one)."""
     times: dict[str, list[float]] = {name: [] for name in commands}
-    for _ in range(runs):
-        for name, command in commands.items():
+    for round_ in range(runs):
+        for name, command in (reversed(commands.items()) if alternate and round_ % 2 else commands.items()):
             times[name].append(wall(*command))
     return {name: statistics.median(t) for name, t in times.items()}
 
@@ -89,7 +91,7 @@ def bench_cli(runs: int = 15, against: Path | None = None) -> None:
         catalog = ["env", "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", f"COURSE_FIXTURES={REPO / 'fixtures' / 'ag01'}",
                    f"PYTHONPATH={REPO / 'reference' / 'python' / 'ag01'}{os.pathsep}{REPO}",
                    PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--assert=plain", str(REPO / "tests" / "python" / "ag01")]
-        medians = interleaved({
+        commands = {
             "python -c pass": ([PY, "-c", "pass"], None),
             "pytest, one trivial test": (pytest_args, Path(tmp)),
             "pytest, one trivial test, no plugin autoload": (["env", "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", *pytest_args], Path(tmp)),
@@ -99,9 +101,13 @@ def bench_cli(runs: int = 15, against: Path | None = None) -> None:
             "course --help": (course + ["--help"], Path(tmp)),
             "python -S -c pass": ([PY, "-S", "-c", "pass"], None),
             "course --help, python -S": (["env", f"PYTHONPATH={bare_path}", PY, "-S", "-m", "course", "--help"], Path(tmp)),
-            **({f"{name}, {against.name}": (course + args, Path(tmp), {**ENV, "PYTHONPATH": str(against)})
-                for name, args in COMPARED.items()} if against else {}),
-        }, runs)
+        }
+        if against:  # each command of the other checkout right after this one's, the pair's order alternating
+            theirs = {**ENV, "PYTHONPATH": str(against)}
+            commands = {key: value for name, command in commands.items() for key, value in
+                        [(name, command)] + ([(f"{name}, {against.name}", (command[0], command[1], theirs))]
+                                             if name in COMPARED else [])}
+        medians = interleaved(commands, runs, alternate=against is not None)
     for name, median in medians.items():
         print(f"  {name:<46} {median * 1000:7.0f} ms (median of {runs})")
     for chapter in ("ag01", "ag02"):
@@ -118,8 +124,7 @@ def bench_cli(runs: int = 15, against: Path | None = None) -> None:
 
 
 # What --against times of the other checkout, beside this one's.
-COMPARED = {"course check ag01 --reference": ["check", "ag01", "--reference"],
-            "course check ag02 --reference": ["check", "ag02", "--reference"], "course --help": ["--help"]}
+COMPARED = ("course check ag01 --reference", "course check ag02 --reference", "course --help")
 
 
 def chat_stream(size: int, realistic: bool = False) -> bytes:
