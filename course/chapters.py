@@ -16,6 +16,7 @@ from typing import Any, Mapping, Optional
 from course import content
 from course.errors import ManifestError, UnknownChapter, UnknownLanguage
 from course.languages.registry import DEFAULT_LANGUAGE
+from course.mutant import Mutant  # a track's documented mutants, read from its manifest: re-exported here
 
 # The manifest format this harness reads; a manifest says which one it is written in.
 FORMAT_VERSION = 1
@@ -57,18 +58,6 @@ class CatalogEntry:
         if number:
             return f"section {number.group(0)}"
         return f'section "{heading}"' if heading else ""
-
-
-@dataclass(frozen=True)
-class Mutant:
-    id: str
-    pitfall: int
-    description: str
-    file: str
-    caught_by: tuple[str, ...]
-    find: str = ""
-    replace: str = ""
-    diff: str = ""  # a small unified diff, as an alternative to find/replace
 
 
 @dataclass(frozen=True)

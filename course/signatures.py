@@ -1,6 +1,6 @@
 """Recorded kill signatures: how each documented mutant fails the catalog, kept in the chapter's
 signatures.json for `course check` to name the pitfall a learner's failures look like
-(course.diagnose).
+(course.pitfall_hints).
 
 A signature is a set of marks, one per case the mutant breaks: 'entry[case]@how', where `how` is the
 check that failed ('test_x.py:41 AssertionError') or the way the case ended ('timeout'). A recording

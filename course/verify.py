@@ -32,8 +32,9 @@ from course import signatures as recorded
 from course.chapters import HINT_LEVELS, Chapter, Track
 from course.check import run_check
 from course.check.coverage import coverage_figure, coverage_gaps, coverage_percent
-from course.check.results import PASS
+from course.results import PASS
 from course.errors import CourseError
+from course.languages.protocol import Demonstration, LearnerTests
 
 
 @dataclass
@@ -93,6 +94,11 @@ def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
             problems.append(f"service {service!r} is unknown; the services are: {', '.join(SERVICES)}")
     if track.run and not (track.tests / track.run).is_file():
         problems.append(f"run script missing: {track.tests / track.run}")
+    if track.run and languages.capability(adapter, Demonstration) is None:
+        problems.append(f"the track names a demonstration (run: {track.run}), which the {track.language} adapter cannot run")
+    if track.selftest and languages.capability(adapter, LearnerTests) is None:
+        problems.append(f"the track names a selftest example ({track.selftest}), but the {track.language} adapter "
+                        "offers no selftest")
     for dup in _duplicates([m.id for m in track.mutants]):
         problems.append(f"mutant id {dup!r} appears twice")
     pitfalls = {p.id for p in chapter.pitfalls}

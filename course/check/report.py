@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable
 import click
 
 from course.check.coverage import describe_gaps
-from course.check.results import ERROR, FAIL, PASS, SKIP, TIMEOUT, CheckResult, EntryResult
+from course.results import ERROR, FAIL, PASS, SKIP, TIMEOUT, CheckResult, EntryResult
 
 if TYPE_CHECKING:  # imported by junit_xml: only --junit-xml needs it
     import xml.etree.ElementTree as ET

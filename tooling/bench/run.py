@@ -1,12 +1,14 @@
 """Benchmarks: the course's speed targets, each measured side by side with what it is compared to.
 
     python tooling/bench/run.py [cli] [sse] [mutants] [go-sse] [go-check] [go-mutants]   (all when none is named)
-                                [--rounds N] [--no-cold] [--chapter CH]...
+                                [--rounds N] [--no-cold] [--chapter CH]... [--against OTHER_CHECKOUT]
 
 cli      `course check ag01 --reference` and `course check ag02 --reference` against a bare
          `python -m pytest` of one trivial test
          (target: median within 2x), and against bare pytest running the same ag01 catalog (the
-         harness's own cost), and `course --help` (target: under 150 ms), runs interleaved.
+         harness's own cost), and `course --help` (target: under 150 ms), runs interleaved. With
+         --against, the same three `course` commands of another checkout (an earlier commit), each
+         right after this checkout's, the rounds' order alternating, and each one's ratio to it.
 sse      the reference EventReader against httpx-sse's decoders (and openai-python's) on the same
          4 MB chat-completions stream read 4 KiB at a time, with short chunks (150 bytes an event)
          and with chunks shaped like the real API's (281 bytes; target: at least 2x httpx-sse on
@@ -55,21 +57,24 @@ PY = sys.executable
 ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "PYTHONPATH": str(REPO)}
 
 
-def wall(args: list[str], cwd: Path | None = None) -> float:
+def wall(args: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> float:
     started = time.perf_counter()
-    subprocess.run(args, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(args, cwd=cwd, env=env or ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     return time.perf_counter() - started
 
 
-def interleaved(commands: dict[str, tuple[list[str], Path | None]], runs: int) -> dict[str, float]:
+def interleaved(commands: dict[str, tuple], runs: int, *, alternate: bool = False) -> dict[str, float]:
+    """Median wall time of each command, (args, cwd) or (args, cwd, env), run in turn round after round.
+    `alternate`: every other round runs them in the reverse order, so that neither of two commands
+    compared side by side always comes first (a command is slower right after a heavy one)."""
     times: dict[str, list[float]] = {name: [] for name in commands}
-    for _ in range(runs):
-        for name, (args, cwd) in commands.items():
-            times[name].append(wall(args, cwd))
+    for round_ in range(runs):
+        for name, command in (reversed(commands.items()) if alternate and round_ % 2 else commands.items()):
+            times[name].append(wall(*command))
     return {name: statistics.median(t) for name, t in times.items()}
 
 
-def bench_cli(runs: int = 15) -> None:
+def bench_cli(runs: int = 15, against: Path | None = None) -> None:
     import site
     import sysconfig
 
@@ -87,7 +92,7 @@ def bench_cli(runs: int = 15) -> None:
         catalog = ["env", "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", f"COURSE_FIXTURES={REPO / 'fixtures' / 'ag01'}",
                    f"PYTHONPATH={REPO / 'reference' / 'python' / 'ag01'}{os.pathsep}{REPO}",
                    PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--assert=plain", str(REPO / "tests" / "python" / "ag01")]
-        medians = interleaved({
+        commands = {
             "python -c pass": ([PY, "-c", "pass"], None),
             "pytest, one trivial test": (pytest_args, Path(tmp)),
             "pytest, one trivial test, no plugin autoload": (["env", "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", *pytest_args], Path(tmp)),
@@ -97,7 +102,13 @@ def bench_cli(runs: int = 15) -> None:
             "course --help": (course + ["--help"], Path(tmp)),
             "python -S -c pass": ([PY, "-S", "-c", "pass"], None),
             "course --help, python -S": (["env", f"PYTHONPATH={bare_path}", PY, "-S", "-m", "course", "--help"], Path(tmp)),
-        }, runs)
+        }
+        if against:  # each command of the other checkout right after this one's, the pair's order alternating
+            theirs = {**ENV, "PYTHONPATH": str(against)}
+            commands = {key: value for name, command in commands.items() for key, value in
+                        [(name, command)] + ([(f"{name}, {against.name}", (command[0], command[1], theirs))]
+                                             if name in COMPARED else [])}
+        medians = interleaved(commands, runs, alternate=against is not None)
     for name, median in medians.items():
         print(f"  {name:<46} {median * 1000:7.0f} ms (median of {runs})")
     for chapter in ("ag01", "ag02"):
@@ -109,6 +120,12 @@ def bench_cli(runs: int = 15) -> None:
           "(the harness's own cost)")
     print(f"  course --help: {medians['course --help'] * 1000:.0f} ms, {medians['course --help, python -S'] * 1000:.0f} ms "
           f"without site hooks (target < 150 ms)")
+    for name in COMPARED if against else ():
+        print(f"  {name}: this checkout / {against}: {medians[name] / medians[f'{name}, {against.name}']:.3f}x")
+
+
+# What --against times of the other checkout, beside this one's.
+COMPARED = ("course check ag01 --reference", "course check ag02 --reference", "course --help")
 
 
 def chat_stream(size: int, realistic: bool = False) -> bytes:
@@ -425,7 +442,8 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("names", nargs="*", metavar="NAME", help=", ".join(benches) + " (all when none is named)")
-    parser.add_argument("--rounds", type=int, help="rounds of go-check (9) or go-mutants (1)")
+    parser.add_argument("--rounds", type=int, help="rounds of cli (15), go-check (9) or go-mutants (1)")
+    parser.add_argument("--against", type=Path, metavar="DIR", help="cli: also time this other checkout's course")
     parser.add_argument("--no-cold", action="store_true", help="go-check: leave out the empty build cache runs")
     parser.add_argument("--chapter", action="append", default=[], metavar="CH",
                         help="go-check and go-mutants: this chapter only (again for more; all with a Go track by default)")
@@ -440,6 +458,8 @@ def main(argv: list[str]) -> None:
             bench_go_check(args.rounds or 9, cold=not args.no_cold)
         elif name == "go-mutants":
             bench_go_mutants(args.rounds or 1)
+        elif name == "cli":
+            bench_cli(args.rounds or 15, args.against.resolve() if args.against else None)
         else:
             benches[name]()
 

@@ -16,15 +16,15 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Mapping
 
 from course import processes
-from course.chapters import Chapter, Track
-from course.check.results import FileCoverage
+from course.chapters import Track
 from course.errors import CodeProblem, UsageError
-from course.languages.go import build, coverage, toolchain
+from course.languages.go import build, coverage, gremlins, toolchain
 from course.languages.go.worker import Done, Worker
-from course.languages.protocol import Prepared, RunRequest
+from course.languages.protocol import BroadMutation, CommentBlindDiff, Demonstration, LearnerTests, Prepared, RunRequest
+from course.results import FileCoverage
 
 # Go keeps initialisms upper case in names (golint's list): api_error -> APIError, sse_spec -> SSESpec
 INITIALISMS = {"api", "ascii", "cpu", "css", "dns", "eof", "html", "http", "https", "id", "io", "ip", "json",
@@ -37,6 +37,12 @@ class GoAdapter:
     # One test binary runs the whole catalog about as fast as a bare `go test`: a second one would
     # cost a second process start and link for little.
     splits = False
+
+    def __init__(self) -> None:
+        # every optional capability of the protocol: learners' own tests (selftest), gremlins' broad
+        # score, a diff blind to comments, the chapters' demonstrations
+        self.capabilities = {LearnerTests: self, BroadMutation: gremlins.Gremlins(), CommentBlindDiff: self,
+                             Demonstration: self}
 
     def test_name(self, entry: str) -> str:
         """'api_error_not_retried' -> 'TestAPIErrorNotRetried'. A learner's own test is named by its
@@ -55,14 +61,10 @@ class GoAdapter:
         leaves them out (build.overlay)."""
         return build.module_root(track, root)
 
-    def learner_tests(self, folder: Path) -> list[str]:
-        """The test functions of the learner's _test.go files in `folder` (their module), by their Go
-        names, in file order; `test_name` gives each back unchanged."""
-        return list(build.test_functions(folder))
-
-    def learner_tests_for(self, track: Track, folder: Path) -> list[str]:
-        """The learner's tests of this track in `folder` (their module): those in the track's own
-        packages, and in packages of theirs that hold only tests. A package holding code that is not
+    def learner_tests(self, track: Track, folder: Path) -> list[str]:
+        """The test functions of the learner's _test.go files in `folder` (their module) that test this
+        track, by their Go names, in file order (`test_name` gives each back unchanged): those in the
+        track's own packages, and in packages of theirs that hold only tests. A package holding code that is not
         the track's is another chapter's (ag00's agent/contract while ag01 is selftested): its tests
         test that code, which this track's reference does not have."""
         module = Path(next((f for f in track.files if f == "go.mod" or f.endswith("/go.mod")), "go.mod")).parent
@@ -81,7 +83,7 @@ class GoAdapter:
         tests = [self.test_name(n) for n in request.tests]
         built, problem = build.build(request.track, request.code_root, tests, request.build_dir,
                                      env=self._env(request), cover=request.coverage_dir is not None,
-                                     origin=request.origin)
+                                     origin=request.origin, mutant=request.mutant)
         return Prepared(problem=problem, artifact=built)
 
     def start(self, request: RunRequest, prepared: Prepared, skip: frozenset[str]) -> Worker | Done:
@@ -102,12 +104,6 @@ class GoAdapter:
 
     def _env(self, request: RunRequest) -> dict[str, str]:
         return toolchain.environment(dict(request.env))
-
-    def gremlins(self, chapter: Chapter, track: Track, *, echo: Callable[[str], None]) -> "gremlins.GremlinsReport":
-        """gremlins' broad mutation score of the track's catalog (`course mutants --gremlins`)."""
-        from course.languages.go import gremlins
-
-        return gremlins.run_gremlins(chapter, track, echo=echo)
 
     @contextmanager
     def ahead(self, request: RunRequest, workers: int) -> Iterator[None]:
