@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -620,4 +621,27 @@ func runLoop(ctx context.Context, p *responses.Provider, history []responses.Mes
 		}
 	}
 	return responses.Message{}, errors.New("no final answer after 10 turns")
+}
+
+// noGoroutineLeft fails the test when a goroutine running code of package responses (not of its
+// tests) is still there, a moment after Complete returned: nothing of the adapter may outlive it.
+func noGoroutineLeft(t *testing.T, what string) {
+	t.Helper()
+	for end := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		var left []string
+		for _, g := range strings.Split(string(buf), "\n\n") {
+			if strings.Contains(g, "\ntinyllm/agent/responses.") {
+				left = append(left, g)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(end) {
+			t.Errorf("%s: %d goroutine(s) of the adapter still running after Complete returned, the first:\n%s", what, len(left), left[0])
+			return
+		}
+	}
 }

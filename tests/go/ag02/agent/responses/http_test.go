@@ -173,6 +173,8 @@ func TestHTTPRefusalsNotRetried(t *testing.T) {
 		{"403 with its JSON error read one byte at a time", errorReply(403, `{"error": {"message": "You are not allowed to sample from this model", "type": "invalid_request_error"}}`),
 			403, "You are not allowed to sample from this model", func(r io.Reader) io.Reader { return &oddReader{r: r} }},
 		{"404 with a long page", errorReply(404, long), 404, long[:200], nil},
+		{"302 without a Location", errorReply(302, `{"error": {"message": "moved"}}`), 302, "moved", nil},
+		{"204 No Content", rawReply{head: "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n", end: "close"}, 204, "", nil},
 	} {
 		lb := newLoopback(t, c.reply, streamReply(sse(events(t, "text_only"), "\n", false, false), "chunked", 64))
 		client, counter := newClient(lb)

@@ -280,6 +280,7 @@ func TestStreamClosedAlways(t *testing.T) {
 		if log := sc.logged(); log[len(log)-1] != "close" {
 			t.Errorf("%s: the close is the last thing done with the stream: %q", c.what, log)
 		}
+		noGoroutineLeft(t, c.what)
 	}
 
 	// The caller gives up while the model is still thinking.
@@ -298,6 +299,7 @@ func TestStreamClosedAlways(t *testing.T) {
 	if _, closed, _ := stream.counts(); closed != 1 {
 		t.Errorf("a cancelled Complete still closes the stream once: closed %d times", closed)
 	}
+	noGoroutineLeft(t, "a cancelled Complete")
 
 	// A failure to close stops the decision reaching the loop; it never hides a failure either.
 	closeErr := errors.New("close failed")
