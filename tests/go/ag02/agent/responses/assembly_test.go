@@ -345,6 +345,13 @@ func TestArgumentBounds(t *testing.T) {
 			want = "failure argument_limit"
 		}
 		final := []any{callItem("fc_1", "call_1", "read", body, "completed")}
+		rec := &recorder{}
+		split := []any{created("resp_1"), added(callItem("fc_1", "call_1", "read", "", "in_progress")), delta("fc_1", string(runes[:9000])), delta("fc_1", string(runes[9000:]))}
+		feed(responses.NewAssembly(toolSpecs(t), rec.report), split)
+		if reports := rec.kinds("arguments"); c.ok && (len(reports) != 2 || !regexp.MustCompile(`\b9000\b`).MatchString(reports[0]) ||
+			!regexp.MustCompile(fmt.Sprintf(`\b%d\b`, c.size)).MatchString(reports[1])) {
+			t.Errorf("%d characters %q in two deltas: each report gives the characters buffered so far (9000, then %d): %q", c.size, c.rune, c.size, reports)
+		}
 		for how, evs := range map[string][]any{
 			"in deltas": {created("resp_1"), added(callItem("fc_1", "call_1", "read", "", "in_progress")),
 				delta("fc_1", string(runes[:9000])), delta("fc_1", string(runes[9000:])), completed(final, "resp_1", "completed")},

@@ -54,6 +54,33 @@ func TestCompleteReturnsTheDecision(t *testing.T) {
 	if !reflect.DeepEqual(caller, history) {
 		t.Errorf("Complete must not change the caller's history: %+v", caller)
 	}
+	// One Provider, eight Completes at once: each has its own stream, assembly and decision.
+	streams, specs, want := make(chan *replayStream, 8), toolSpecs(t), load(t, "single_call").Expect.Message
+	for i := 0; i < 8; i++ {
+		streams <- replay(t, "single_call")
+	}
+	opener := responses.OpenerFunc(func(ctx context.Context, req *responses.Request) (responses.Stream, error) {
+		s := <-streams
+		s.ctx = ctx
+		return s, nil
+	})
+	shared := &responses.Provider{Opener: opener, Model: model}
+	concurrent := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		go func() {
+			got, err := shared.Complete(context.Background(), history, specs)
+			if err == nil && !sameJSON(messageForm(got), want) {
+				err = fmt.Errorf("another decision: %s", show(messageForm(got)))
+			}
+			concurrent <- err
+		}()
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-concurrent; err != nil {
+			t.Errorf("eight Completes at once on one Provider: %v", err)
+		}
+	}
+
 	// A history the API would refuse is refused before anything is sent.
 	sc = newScript(replay(t, "text_only"))
 	bad := []responses.Message{{Role: responses.RoleTool, Content: "?", ToolCallID: "call_9"}}

@@ -31,7 +31,8 @@ func Retryable(err error) bool {
 	// course: end Retryable
 }
 
-// Provider turns the portable history into one validated assistant decision per Complete.
+// Provider turns the portable history into one validated assistant decision per Complete. It holds
+// no state of a call: several goroutines may use one Provider at once.
 type Provider struct {
 	Opener Opener
 	Model  string
