@@ -1,5 +1,6 @@
 {#- What the learner receives in place of each region of the reference (reference/go/ag02/go/agent/responses/assembly.go, between `// course: begin NAME` and `// course: end NAME`); everything else comes from the reference as it is (course.regions). -#}
 {% block imports %}
+// Add the imports your code needs here.
 {% endblock %}
 {% block Assembly_fields %}
 	// your fields: the tools by name, the observer, the response's id, the calls buffered by item

@@ -14,7 +14,8 @@ import (
 )
 
 func TestArgumentsDoneIsNotCompletion(t *testing.T) {
-	asm := responses.NewAssembly([]responses.ToolSpec{{Name: "read", Parameters: []string{"path"}}}, nil)
+	read := responses.ToolSpec{Name: "read", Parameters: []string{"path"}}
+	asm := responses.NewAssembly([]responses.ToolSpec{read}, nil)
 	progress := []string{
 		`{"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}}`,
 		`{"type": "response.output_item.added", "item": {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "read", "arguments": ""}}`,
