@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -83,6 +85,31 @@ def reference_package(chapter: str) -> Iterator[None]:
         for name in [n for n in sys.modules if n == "agent" or n.startswith("agent.")]:
             del sys.modules[name]
         sys.modules.update(saved)
+
+
+def load_module(name: str, path: Path):  # noqa: ANN201
+    """The Python file at `path` imported as a module named `name` (a catalog's helpers, a test file of
+    a chapter's catalog), without touching sys.path."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def json_differences(python: object, go: object, where: str = "") -> list[str]:
+    """Where two JSON values (what two tracks of a chapter produced) differ, as paths."""
+    if isinstance(python, dict) and isinstance(go, dict):
+        found = []
+        for key in sorted(set(python) | set(go)):
+            if key not in python or key not in go:
+                found.append(f"{where}/{key}: only in {'Go' if key in go else 'Python'}")
+            else:
+                found += json_differences(python[key], go[key], f"{where}/{key}")
+        return found
+    if isinstance(python, list) and isinstance(go, list) and len(python) == len(go):
+        return [d for n, (p, g) in enumerate(zip(python, go)) for d in json_differences(p, g, f"{where}[{n}]")]
+    return [] if python == go else [f"{where}: Python {json.dumps(python, ensure_ascii=False)[:300]}, Go {json.dumps(go, ensure_ascii=False)[:300]}"]
 
 
 def copy_reference(chapter: str, into: Path) -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.conftest import REPO
+from tests.harness.conftest import REPO, json_differences
 
 pytestmark = pytest.mark.skipif(shutil.which("go") is None, reason="comparing the tracks needs Go on PATH")
 
@@ -238,21 +238,6 @@ def _go(names: list[str], folder: Path) -> dict:
     return json.loads(done.stdout)
 
 
-def _differences(python: object, go: object, where: str = "") -> list[str]:
-    """Where the two JSON values differ, as paths, the first few of them."""
-    if isinstance(python, dict) and isinstance(go, dict):
-        found = []
-        for key in sorted(set(python) | set(go)):
-            if key not in python or key not in go:
-                found.append(f"{where}/{key}: only in {'Go' if key in go else 'Python'}")
-            else:
-                found += _differences(python[key], go[key], f"{where}/{key}")
-        return found
-    if isinstance(python, list) and isinstance(go, list) and len(python) == len(go):
-        return [d for n, (p, g) in enumerate(zip(python, go)) for d in _differences(p, g, f"{where}[{n}]")]
-    return [] if python == go else [f"{where}: Python {json.dumps(python)[:300]}, Go {json.dumps(go)[:300]}"]
-
-
 def test_both_references_read_the_shared_fixtures_alike(tmp_path: Path) -> None:
     names = _names()
     assert len(names) >= 19 and "answer_o1" in names and "tool_call_o1" in names, names
@@ -262,5 +247,5 @@ def test_both_references_read_the_shared_fixtures_alike(tmp_path: Path) -> None:
     statuses = {run["status"] for run in python["runs"].values()}
     assert {"answer_ready", "unverified_answer", "permission_denied", "duplicate_call_id", "http_error", "refused",
             "incomplete", "failed", "cancelled", "empty", "unsupported", "invalid_tool_call"} <= statuses, statuses
-    differences = _differences(python, go)
+    differences = json_differences(python, go)
     assert not differences, f"{len(differences)} differences between the Python and the Go reference:\n" + "\n".join(differences[:20])

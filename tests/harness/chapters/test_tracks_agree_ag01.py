@@ -11,7 +11,6 @@ written as CRLF, as lone CRs, and after a BOM must give the same deltas in both 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -22,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from course.languages.go import toolchain
-from tests.harness.conftest import REPO, reference_package
+from tests.harness.conftest import REPO, load_module, reference_package
 
 FIXTURES = REPO / "fixtures" / "ag01"
 READ_SIZES = (1, 7, 65536)
@@ -44,8 +43,8 @@ def python_form(streams: dict) -> dict:
         saved = os.environ.get("COURSE_FIXTURES")
         os.environ["COURSE_FIXTURES"] = str(FIXTURES)
         try:
-            catalog = _load("ag01_catalog_for_tracks", PY_CATALOG / "test_ag01.py")
-            chunked = _load("ag01_conftest_for_tracks", PY_CATALOG / "conftest.py").ChunkedReader
+            catalog = load_module("ag01_catalog_for_tracks", PY_CATALOG / "test_ag01.py")
+            chunked = load_module("ag01_conftest_for_tracks", PY_CATALOG / "conftest.py").ChunkedReader
             from agent.provider import sse
 
             out: dict = {}
@@ -64,14 +63,6 @@ def python_form(streams: dict) -> dict:
                 os.environ.pop("COURSE_FIXTURES", None)
             else:
                 os.environ["COURSE_FIXTURES"] = saved
-
-
-def _load(name: str, path: Path):  # noqa: ANN202
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # The Go side: a test of its own beside the catalog's helpers (helpers_test.go, overlaid on the

@@ -21,19 +21,20 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import importlib.util
 import json
 import os
 import random
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from course.languages.go import toolchain
-from tests.harness.conftest import REPO, reference_package
+from tests.harness.conftest import REPO, json_differences, load_module, reference_package
 
 FIXTURES = REPO / "fixtures" / "ag02"
 GO_MODULE = REPO / "reference" / "go" / "ag02" / "go"
@@ -42,166 +43,21 @@ PY_CATALOG = REPO / "tests" / "python" / "ag02"
 READ_EDIT = [["read", ["path"]], ["edit", ["path", "old", "new"]]]
 
 
-# ---- the edge cases, built here: (tools as [name, parameters], events as JSON texts) ------------------
+# ---- the edge cases: (tools as [name, parameters], events as JSON texts), built with the Python
+# catalog's own event builders (test_assembly.py) --------------------------------------------------------
 
-def _created(rid: str = "resp_1") -> dict:
-    return {"type": "response.created", "response": {"id": rid, "status": "in_progress", "output": []}}
-
-
-def _call(item_id: str, call_id: str, name: str, arguments: str = "", status: str = "in_progress") -> dict:
-    return {"id": item_id, "type": "function_call", "status": status, "call_id": call_id, "name": name, "arguments": arguments}
-
-
-def _added(item: dict) -> dict:
-    return {"type": "response.output_item.added", "output_index": 0, "item": item}
-
-
-def _delta(item_id: str, text: object) -> dict:
-    return {"type": "response.function_call_arguments.delta", "item_id": item_id, "output_index": 0, "delta": text}
-
-
-def _completed(output: object, rid: str = "resp_1", status: str = "completed") -> dict:
-    return {"type": "response.completed", "response": {"id": rid, "status": status, "output": output}}
-
-
-def _text(text: object, kind: str = "output_text") -> dict:
-    return {"type": f"response.{kind}.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": text}
-
-
-def _one_call(arguments: str, name: str = "read") -> list[dict]:
-    return [_created(), _added(_call("fc_1", "call_1", name)), _delta("fc_1", arguments),
-            _completed([_call("fc_1", "call_1", name, arguments, "completed")])]
-
-
-def edge_cases() -> dict[str, tuple[list, list[str]]]:
-    def case(events: list, tools: list = READ_EDIT) -> tuple[list, list[str]]:
-        return tools, [e if isinstance(e, str) else json.dumps(e, ensure_ascii=False) for e in events]
-
-    start = [_created()]
-    call = _added(_call("fc_1", "call_1", "read"))
-    big = '{"path": "' + "é" * 15_988 + '"}'
-    cases = {
-        "a delta that is null": case(start + [_text(None)]),
-        "a delta that is absent": case(start + [{"type": "response.output_text.delta"}]),
-        "a key in another case": case(start + [{"type": "response.output_text.delta", "delta": "hi", "DELTA": 7, "Delta": None}]),
-        "a type in another case only": case(start + [{"Type": "response.in_progress"}]),
-        "a response_id that is null": case(start + [call, dict(_delta("fc_1", ""), response_id=None)]),
-        "a response object without an id": case(start + [{"type": "response.in_progress", "response": {"status": "x"}}]),
-        "keys of a response in another case": case(start + [{"type": "response.in_progress", "Response": {"id": "r"}, "RESPONSE_ID": "r"}]),
-        "an event that is null": case(start + ["null"]),
-        "an event that is a list": case(start + ['["response.in_progress"]']),
-        "data that is not JSON": case(start + ["{not json"]),
-        "a duplicated key, the last one a string": case(start + ['{"type": "response.output_text.delta", "delta": 5, "delta": "x"}']),
-        "a call_id that is null": case(start + [_added(dict(_call("fc_1", "call_1", "read"), call_id=None))]),
-        "a done event with null arguments": case(start + [call, _delta("fc_1", "{}"),
-                                                           {"type": "response.function_call_arguments.done", "item_id": "fc_1", "arguments": None}]),
-        "a finished item with null arguments": case(start + [call, {"type": "response.output_item.done", "item": dict(_call("fc_1", "call_1", "read"), arguments=None)}]),
-        "a finished item without arguments": case(start + [call, _delta("fc_1", '{"path": "a"}'),
-                                                           {"type": "response.output_item.done", "item": {k: v for k, v in _call("fc_1", "call_1", "read").items() if k != "arguments"}},
-                                                           _completed([_call("fc_1", "call_1", "read", '{"path": "a"}', "completed")])]),
-        "an output that is null": case(start + [_completed(None)]),
-        "an output that is an object": case(start + [_completed({})]),
-        "a text part whose text is null": case(start + [_completed([{"type": "message", "content": [{"type": "output_text", "text": None}]}])]),
-        "a text part without its text": case(start + [_completed([{"type": "message", "content": [{"type": "output_text"}]}])]),
-        "an item whose type is null": case(start + [_completed([{"id": "x", "type": None}])]),
-        "null arguments for a tool without parameters": case(_one_call("null", "ping"), READ_EDIT + [["ping", []]]),
-        "{} for a tool without parameters": case(_one_call("{}", "ping"), READ_EDIT + [["ping", []]]),
-        "an argument name in another case": case(_one_call('{"PATH": "a.py"}')),
-        "a created event with a null id": case([{"type": "response.created", "response": {"id": None}}]),
-        "an error event with its detail under error": case(start + [{"type": "error", "error": {"message": "gone"}}]),
-        "64,000 characters of é in two deltas": case(start + [_text("é" * 40_000), _text("é" * 24_000, "refusal")]),
-        "64,001 characters of é in two deltas": case(start + [_text("é" * 40_000), _text("é" * 24_001, "refusal")]),
-        "64,000 characters outside the BMP": case(start + [_text("😀" * 64_000)]),
-        "16,000 characters of é in the arguments": case(_one_call(big)),
-        "16,001 characters of é in the arguments": case(_one_call(big[:-2] + 'é"}')),
-    }
-    return cases
-
-
-# ---- the Python side ---------------------------------------------------------------------------------
-
-def _load(name: str, path: Path):  # noqa: ANN202
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def python_form(cases: dict) -> dict:
-    """What the Python reference produces, in the form go_form gives too."""
+@contextmanager
+def python_catalog() -> Iterator[object]:
+    """Inside the block, the Python reference is importable as `agent` and the Python catalog's
+    ag02_samples (given) as it imports it, with COURSE_FIXTURES set; all of it undone afterwards."""
     with reference_package("ag02"):
         sys.path.insert(0, str(PY_CATALOG))
         saved = os.environ.get("COURSE_FIXTURES")
         os.environ["COURSE_FIXTURES"] = str(FIXTURES)
         try:
-            samples = _load("ag02_samples", PY_CATALOG / "ag02_samples.py")  # the catalog imports it by this name
+            samples = load_module("ag02_samples", PY_CATALOG / "ag02_samples.py")  # the catalog imports it by this name
             sys.modules["ag02_samples"] = samples
-            catalog = _load("ag02_request_for_tracks", PY_CATALOG / "test_request.py")
-            from agent.responses import assembly, provider, request
-            from agent.responses.types import Message, OpenFailure, ResponseFailure, ToolSpec
-
-            def feed(tools: list, events: list) -> dict:
-                reports: list = []
-                asm = assembly.ResponseAssembly(tools, lambda kind, detail: reports.append([kind, detail]))
-                said, message = [], None
-                for event in events:
-                    if isinstance(event, str):  # JSON text, as the Go side gets it; not JSON is the transport's malformed_event
-                        try:
-                            event = json.loads(event)
-                        except ValueError:
-                            said.append("failure malformed_event")
-                            break
-                    try:
-                        decision = asm.accept(event)
-                    except ResponseFailure as exc:
-                        said.append(f"failure {exc.code}")
-                        break
-                    if decision is not None:
-                        said.append("decision")
-                        message = samples.message_form(decision)
-                        break
-                    said.append("progress")
-                return {"events": said, "message": message, "reports": reports}
-
-            out: dict = {}
-            for name in samples.sequence_names():
-                seq = samples.sequence(name)
-                out[f"sequence {name}"] = feed(samples.tools(*seq["tools"]), seq["events"])
-            for name, (tools, events) in cases.items():
-                out[f"edge: {name}"] = feed([ToolSpec(n, "", tuple(p)) for n, p in tools], events)
-
-            body = request.build_request(catalog.history(), samples.tools(), samples.MODEL)
-            for item in body["input"]:
-                if item.get("type") == "function_call":
-                    item["arguments"] = json.loads(item["arguments"])
-            out["request"] = body
-
-            data = samples.scenarios()
-            for name, spec in data["scenarios"].items():
-                openings = []
-                for entry in (e for turn in spec["turns"] for e in turn):
-                    if "stream" in entry:
-                        openings.append(samples.replay(entry["stream"]))
-                    else:
-                        openings.append(OpenFailure(entry["open_failure"]["message"], entry["open_failure"]["status"]))
-                script = samples.Script(*openings)
-                recorder = samples.Recorder()
-                adapter = provider.ResponsesProvider(script, samples.MODEL, report=recorder, sleep=recorder.sleep,
-                                                     rng=random.Random(0))
-                workspace = samples.Workspace(data["files"])
-                history = [Message("developer", "Fix the bug."), Message("user", data["question"])]
-                try:
-                    answer = asyncio.run(samples.run_loop(adapter.complete, history, samples.tools(), workspace.execute))
-                    outcome = "answer " + answer.content
-                except Exception as exc:  # noqa: BLE001 - the failure is what is compared
-                    outcome = "failure " + samples.failure_code(exc)
-                out[f"scenario {name}"] = {
-                    "outcome": outcome, "openings": len(script.requests), "waits": len(recorder.sleeps),
-                    "ran": [c.name for c in workspace.executed], "files": workspace.files,
-                    "reports": [[kind, "" if kind == "retry" else detail] for kind, detail in recorder.reports],
-                    "closes": [s.closed for s in script.streams]}
-            return copy.deepcopy(out)
+            yield samples
         finally:
             sys.path.remove(str(PY_CATALOG))
             sys.modules.pop("ag02_samples", None)
@@ -209,6 +65,131 @@ def python_form(cases: dict) -> dict:
                 os.environ.pop("COURSE_FIXTURES", None)
             else:
                 os.environ["COURSE_FIXTURES"] = saved
+
+
+def edge_cases() -> dict[str, tuple[list, list[str]]]:
+    with python_catalog():
+        return _edge_cases(load_module("ag02_assembly_for_tracks", PY_CATALOG / "test_assembly.py"))
+
+
+def _edge_cases(catalog) -> dict[str, tuple[list, list[str]]]:  # noqa: ANN001
+    created, call_item, added, delta = catalog.created, catalog.call_item, catalog.added, catalog.delta
+    completed, text_delta, one_call = catalog.completed, catalog.text_delta, catalog.one_call
+
+    def case(events: list, tools: list = READ_EDIT) -> tuple[list, list[str]]:
+        return tools, [e if isinstance(e, str) else json.dumps(e, ensure_ascii=False) for e in events]
+
+    start = [created()]
+    call = added(call_item("fc_1", "call_1", "read"))
+    big = '{"path": "' + "é" * 15_988 + '"}'
+    cases = {
+        "a delta that is null": case(start + [text_delta(None)]),
+        "a delta that is absent": case(start + [{"type": "response.output_text.delta"}]),
+        "a key in another case": case(start + [{"type": "response.output_text.delta", "delta": "hi", "DELTA": 7, "Delta": None}]),
+        "a type in another case only": case(start + [{"Type": "response.in_progress"}]),
+        "a response_id that is null": case(start + [call, dict(delta("fc_1", ""), response_id=None)]),
+        "a response object without an id": case(start + [{"type": "response.in_progress", "response": {"status": "x"}}]),
+        "keys of a response in another case": case(start + [{"type": "response.in_progress", "Response": {"id": "r"}, "RESPONSE_ID": "r"}]),
+        "an event that is null": case(start + ["null"]),
+        "an event that is a list": case(start + ['["response.in_progress"]']),
+        "data that is not JSON": case(start + ["{not json"]),
+        "a duplicated key, the last one a string": case(start + ['{"type": "response.output_text.delta", "delta": 5, "delta": "x"}']),
+        "a call_id that is null": case(start + [added(dict(call_item("fc_1", "call_1", "read"), call_id=None))]),
+        "a done event with null arguments": case(start + [call, delta("fc_1", "{}"),
+                                                           {"type": "response.function_call_arguments.done", "item_id": "fc_1", "arguments": None}]),
+        "a finished item with null arguments": case(start + [call, {"type": "response.output_item.done", "item": dict(call_item("fc_1", "call_1", "read"), arguments=None)}]),
+        "a finished item without arguments": case(start + [call, delta("fc_1", '{"path": "a"}'),
+                                                           {"type": "response.output_item.done", "item": {k: v for k, v in call_item("fc_1", "call_1", "read").items() if k != "arguments"}},
+                                                           completed([call_item("fc_1", "call_1", "read", '{"path": "a"}', "completed")])]),
+        "an output that is null": case(start + [completed(None)]),
+        "an output that is an object": case(start + [completed({})]),
+        "a text part whose text is null": case(start + [completed([{"type": "message", "content": [{"type": "output_text", "text": None}]}])]),
+        "a text part without its text": case(start + [completed([{"type": "message", "content": [{"type": "output_text"}]}])]),
+        "an item whose type is null": case(start + [completed([{"id": "x", "type": None}])]),
+        "null arguments for a tool without parameters": case(one_call("null", "ping"), READ_EDIT + [["ping", []]]),
+        "{} for a tool without parameters": case(one_call("{}", "ping"), READ_EDIT + [["ping", []]]),
+        "an argument name in another case": case(one_call('{"PATH": "a.py"}')),
+        "a created event with a null id": case([{"type": "response.created", "response": {"id": None}}]),
+        "an error event with its detail under error": case(start + [{"type": "error", "error": {"message": "gone"}}]),
+        "64,000 characters of é in two deltas": case(start + [text_delta("é" * 40_000), text_delta("é" * 24_000, "refusal")]),
+        "64,001 characters of é in two deltas": case(start + [text_delta("é" * 40_000), text_delta("é" * 24_001, "refusal")]),
+        "64,000 characters outside the BMP": case(start + [text_delta("😀" * 64_000)]),
+        "16,000 characters of é in the arguments": case(one_call(big)),
+        "16,001 characters of é in the arguments": case(one_call(big[:-2] + 'é"}')),
+    }
+    return cases
+
+
+# ---- the Python side ---------------------------------------------------------------------------------
+
+def python_form(cases: dict) -> dict:
+    """What the Python reference produces, in the form go_form gives too."""
+    with python_catalog() as samples:
+        catalog = load_module("ag02_request_for_tracks", PY_CATALOG / "test_request.py")
+        from agent.responses import assembly, provider, request
+        from agent.responses.types import Message, OpenFailure, ResponseFailure, ToolSpec
+
+        def feed(tools: list, events: list) -> dict:
+            reports: list = []
+            asm = assembly.ResponseAssembly(tools, lambda kind, detail: reports.append([kind, detail]))
+            said, message = [], None
+            for event in events:
+                if isinstance(event, str):  # JSON text, as the Go side gets it; not JSON is the transport's malformed_event
+                    try:
+                        event = json.loads(event)
+                    except ValueError:
+                        said.append("failure malformed_event")
+                        break
+                try:
+                    decision = asm.accept(event)
+                except ResponseFailure as exc:
+                    said.append(f"failure {exc.code}")
+                    break
+                if decision is not None:
+                    said.append("decision")
+                    message = samples.message_form(decision)
+                    break
+                said.append("progress")
+            return {"events": said, "message": message, "reports": reports}
+
+        out: dict = {}
+        for name in samples.sequence_names():
+            seq = samples.sequence(name)
+            out[f"sequence {name}"] = feed(samples.tools(*seq["tools"]), seq["events"])
+        for name, (tools, events) in cases.items():
+            out[f"edge: {name}"] = feed([ToolSpec(n, "", tuple(p)) for n, p in tools], events)
+
+        body = request.build_request(catalog.history(), samples.tools(), samples.MODEL)
+        for item in body["input"]:
+            if item.get("type") == "function_call":
+                item["arguments"] = json.loads(item["arguments"])
+        out["request"] = body
+
+        data = samples.scenarios()
+        for name, spec in data["scenarios"].items():
+            openings = []
+            for entry in (e for turn in spec["turns"] for e in turn):
+                if "stream" in entry:
+                    openings.append(samples.replay(entry["stream"]))
+                else:
+                    openings.append(OpenFailure(entry["open_failure"]["message"], entry["open_failure"]["status"]))
+            script = samples.Script(*openings)
+            recorder = samples.Recorder()
+            adapter = provider.ResponsesProvider(script, samples.MODEL, report=recorder, sleep=recorder.sleep,
+                                                 rng=random.Random(0))
+            workspace = samples.Workspace(data["files"])
+            history = [Message("developer", "Fix the bug."), Message("user", data["question"])]
+            try:
+                answer = asyncio.run(samples.run_loop(adapter.complete, history, samples.tools(), workspace.execute))
+                outcome = "answer " + answer.content
+            except Exception as exc:  # noqa: BLE001 - the failure is what is compared
+                outcome = "failure " + samples.failure_code(exc)
+            out[f"scenario {name}"] = {
+                "outcome": outcome, "openings": len(script.requests), "waits": len(recorder.sleeps),
+                "ran": [c.name for c in workspace.executed], "files": workspace.files,
+                "reports": [[kind, "" if kind == "retry" else detail] for kind, detail in recorder.reports],
+                "closes": [s.closed for s in script.streams]}
+        return copy.deepcopy(out)
 
 
 # ---- the Go side -------------------------------------------------------------------------------------
@@ -377,27 +358,12 @@ def go_form(cases: dict, folder: Path) -> dict:
     return json.loads(out.read_text(encoding="utf-8"))
 
 
-def _differences(python: object, go: object, where: str = "") -> list[str]:
-    """Where the two JSON values differ, as paths."""
-    if isinstance(python, dict) and isinstance(go, dict):
-        found = []
-        for key in sorted(set(python) | set(go)):
-            if key not in python or key not in go:
-                found.append(f"{where}/{key}: only in {'Go' if key in go else 'Python'}")
-            else:
-                found += _differences(python[key], go[key], f"{where}/{key}")
-        return found
-    if isinstance(python, list) and isinstance(go, list) and len(python) == len(go):
-        return [d for n, (p, g) in enumerate(zip(python, go)) for d in _differences(p, g, f"{where}[{n}]")]
-    return [] if python == go else [f"{where}: Python {json.dumps(python, ensure_ascii=False)[:300]}, Go {json.dumps(go, ensure_ascii=False)[:300]}"]
-
-
 @pytest.mark.skipif(shutil.which("go") is None, reason="the Go reference needs Go on PATH (the Python side alone compares nothing)")
 def test_both_references_give_the_same_verdicts(tmp_path: Path) -> None:
     cases = edge_cases()
     python, go = python_form(cases), go_form(cases, tmp_path)
     assert python.keys() == go.keys(), f"the two sides ran different cases: {sorted(python.keys() ^ go.keys())[:5]}"
-    differences = _differences(python, go)
+    differences = json_differences(python, go)
     assert not differences, f"{len(differences)} differences between the Python and the Go reference:\n" + "\n".join(differences[:20])
     # the comparison compares something: the cases reach the ends the chapter names
     ends = {json.dumps(v["events"][-1:]) for k, v in python.items() if k.startswith(("sequence", "edge"))}
