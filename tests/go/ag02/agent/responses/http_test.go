@@ -159,7 +159,7 @@ func TestHTTPStreams(t *testing.T) {
 }
 
 func TestHTTPRefusalsNotRetried(t *testing.T) {
-	long := "<html><body>" + strings.Repeat("Bad gateway. ", 100) + "</body></html>"
+	long := "<html><body>" + strings.Repeat("Passerelle défaillante. ", 100) + "</body></html>"
 	for _, c := range []struct {
 		what   string
 		reply  rawReply
@@ -172,7 +172,7 @@ func TestHTTPRefusalsNotRetried(t *testing.T) {
 		{"400 with other JSON", errorReply(400, `{"detail": "bad input"}`), 400, "bad input", nil},
 		{"403 with its JSON error read one byte at a time", errorReply(403, `{"error": {"message": "You are not allowed to sample from this model", "type": "invalid_request_error"}}`),
 			403, "You are not allowed to sample from this model", func(r io.Reader) io.Reader { return &oddReader{r: r} }},
-		{"404 with a long page", errorReply(404, long), 404, long[:200], nil},
+		{"404 with a long page, not all ASCII", errorReply(404, long), 404, string([]rune(long)[:200]), nil},
 		{"302 without a Location", errorReply(302, `{"error": {"message": "moved"}}`), 302, "moved", nil},
 		{"204 No Content", rawReply{head: "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n", end: "close"}, 204, "", nil},
 	} {

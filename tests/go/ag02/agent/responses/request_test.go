@@ -223,10 +223,14 @@ func TestHistoryAsItems(t *testing.T) {
 	odd := []responses.Message{
 		{Role: responses.RoleAssistant, ToolCalls: []responses.ToolCall{{ID: "c1", Name: "edit", Arguments: nested}, {ID: "c2", Name: "list"}}},
 		{Role: responses.RoleUser},
+		{Role: responses.RoleAssistant, Refusal: "Not that file.", ToolCalls: []responses.ToolCall{{ID: "c3", Name: "read", Arguments: map[string]string{"path": "b.py"}}}},
 	}
 	sent, _ := build(t, odd, nil, 100)["input"].([]any)
-	if len(sent) != 3 {
-		t.Fatalf("two calls and an empty user turn give three items, got %s", show(sent))
+	if len(sent) != 5 {
+		t.Fatalf("two calls, an empty user turn, and a refusal beside a call give five items, got %s", show(sent))
+	}
+	if !sameJSON(sent[3], map[string]any{"role": "assistant", "content": "Not that file."}) || sent[4].(map[string]any)["call_id"] != "c3" {
+		t.Errorf("a refusal beside a call is replayed as the assistant's text, before the call: got %s, %s", show(sent[3]), show(sent[4]))
 	}
 	if got := parsed(sent[0].(map[string]any)); !reflect.DeepEqual(got, nested) {
 		t.Errorf("quotes, newlines, <, & and non-ASCII survive the JSON text: got %q, want %q", got, nested)
