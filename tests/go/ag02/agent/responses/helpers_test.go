@@ -160,7 +160,7 @@ func jsonValue(v any) any {
 	return out
 }
 
-// show is v as compact JSON, for messages, at most limit bytes of it.
+// show is v as compact JSON, for messages: its first 600 bytes.
 func show(v any) string {
 	raw, err := json.Marshal(v)
 	if err != nil {
