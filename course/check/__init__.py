@@ -49,6 +49,7 @@ def run_check(
     origin: Path | None = None,
     mutant: Mutant | None = None,
     workers: int = 1,
+    stop: Callable[[], bool] | None = None,
 ) -> CheckResult:
     """Run the catalog (the tests `select` matches, with -k's syntax, and among them those in `only`)
     on the code in code_root. `cases` chooses cases by their ids, with the same syntax; `first` runs
@@ -60,7 +61,9 @@ def run_check(
     cases in an order drawn from it instead (no `on_entry` then); `coverage` measures what of the
     code the catalog executed. `origin`: code_root is a changed copy of that folder (RunRequest.origin);
     `mutant`: the documented mutant that copy holds (RunRequest.mutant).
-    `workers`: how many test processes may share the run (where the language splits runs)."""
+    `workers`: how many test processes may share the run (where the language splits runs).
+    `stop`: asked often while the run goes on; once it answers True the run is given up, its workers
+    stopped, and course.runner.Abandoned raised (course watch, when the learner saves again)."""
     chapter = chapter.for_track(track)  # the entries this track runs
     if track.tests_at is None:
         content.require(track.tests)  # an install without this track's catalog: say so, fail no test
@@ -98,7 +101,7 @@ def run_check(
                          budget=budget, cases=cases, origin=origin, mutant=mutant, workers=workers)
     stopped = False
     try:
-        outcome = runner.run(adapter, request, on_case=on_case)
+        outcome = runner.run(adapter, request, on_case=on_case, stop=stop)
     except _StopFirst:
         outcome, stopped = None, True
     problem = outcome.problem if outcome else ""
