@@ -10,7 +10,7 @@ import os
 import signal
 import threading
 from functools import lru_cache
-from typing import Callable
+from typing import Callable, Protocol
 
 from course.errors import Stopped
 
@@ -129,18 +129,34 @@ def kill_all() -> None:
         kill(pid)
 
 
-def run_bounded(command: list[str], *, cwd, env: dict[str, str], timeout: float, what: str) -> int:  # noqa: ANN001
+class LineFilter(Protocol):
+    """What stands between a child's stderr and ours (run_bounded): each line in, the lines to show out."""
+
+    def feed(self, line: str) -> list[str]: ...
+
+    def end(self) -> list[str]: ...
+
+
+def run_bounded(command: list[str], *, cwd, env: dict[str, str], timeout: float, what: str,  # noqa: ANN001
+                errors: LineFilter | None = None) -> int:
     """Run a command in its own process group, its output on ours; past `timeout` the whole group
-    is killed and CodeProblem raised. Its exit code (negative: the signal that ended it)."""
+    is killed and CodeProblem raised. Its exit code (negative: the signal that ended it). With
+    `errors`, what it writes to stderr passes through that filter, line by line, as it comes."""
     import subprocess
+    import sys
 
     from course.errors import CodeProblem
 
     admit()
     parent = os.getpid()
     child = subprocess.Popen(command, cwd=cwd, env=env, start_new_session=True,
+                             stderr=subprocess.PIPE if errors is not None else None,
                              preexec_fn=lambda: die_with_parent(parent))
     register(child.pid)
+    reader = None
+    if errors is not None:
+        reader = threading.Thread(target=_filtered, args=(child.stderr, errors, sys.stderr), daemon=True)
+        reader.start()
     try:
         return child.wait(timeout)
     except subprocess.TimeoutExpired:
@@ -150,3 +166,21 @@ def run_bounded(command: list[str], *, cwd, env: dict[str, str], timeout: float,
         kill(child.pid)
         child.wait()
         unregister(child.pid)
+        if reader is not None:
+            reader.join(5)  # the group is gone: its end of the pipe is closed, the rest is read at once
+
+
+def _filtered(stream, errors: LineFilter, out) -> None:  # noqa: ANN001
+    """Copy a child's stderr to `out` through `errors`, each line as soon as it is complete."""
+    try:
+        for raw in iter(stream.readline, b""):
+            for line in errors.feed(raw.decode("utf-8", "replace").rstrip("\r\n")):
+                out.write(line + "\n")
+            out.flush()
+        for line in errors.end():
+            out.write(line + "\n")
+        out.flush()
+    except (OSError, ValueError):  # our stderr is gone (closed, a reader that left)
+        pass
+    finally:
+        stream.close()

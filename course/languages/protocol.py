@@ -277,9 +277,12 @@ class Demonstration(Protocol):
     """`course run`: the chapter's demonstration program (the track's `run:` script) on the code under test."""
 
     def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str],
-                   *, timeout: float) -> int:
-        """Run the script on the code in code_root with `args` and the run's `env`; its exit code.
-        CodeProblem when the code cannot run at all (it does not compile), or runs past `timeout`."""
+                   *, timeout: float, whole_errors: bool = False) -> int:
+        """Run the script on the code in code_root with `args` (already checked against the chapter's
+        `demonstration:` options) and the run's `env`; its exit code. CodeProblem when the code
+        cannot run at all (it does not compile), or runs past `timeout`. What ends the program with
+        an error (a traceback, a panic) is one line saying what and where in the learner's code,
+        unless `whole_errors` (`course run --traceback`)."""
 
 
 CAPABILITIES: tuple[type, ...] = (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration)

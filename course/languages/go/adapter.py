@@ -21,7 +21,7 @@ from typing import Mapping
 from course import processes
 from course.chapters import Track
 from course.errors import CodeProblem, UsageError
-from course.languages.go import build, coverage, gremlins, toolchain
+from course.languages.go import build, coverage, gremlins, panics, toolchain
 from course.languages.go.worker import Done, Worker
 from course.languages.protocol import BroadMutation, CommentBlindDiff, Demonstration, LearnerTests, Prepared, RunRequest
 from course.results import FileCoverage
@@ -167,13 +167,16 @@ class GoAdapter:
         return []  # Go has no way to leave lines out of its coverage
 
     def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str],
-                   *, timeout: float) -> int:
+                   *, timeout: float, whole_errors: bool = False) -> int:
         """Build the chapter's program (a main package beside the catalog) into the learner's module
-        and run it there: a compile error is one problem at the learner's file:line."""
+        and run it there: a compile error is one problem at the learner's file:line, a panic one line
+        (course.languages.go.panics), unless `whole_errors`."""
         with tempfile.TemporaryDirectory(prefix="course-go-run-") as folder:
             environment = toolchain.environment(dict(env))
             binary, problem = build.build_program(track, code_root, script, Path(folder), env=environment)
             if problem:
                 raise CodeProblem(problem)
+            program = build.module_root(track, code_root) / script.parent.relative_to(track.tests)
+            errors = None if whole_errors else panics.Collapsed(code_root, track.chapter_id, program)
             return processes.run_bounded([str(binary), *args], cwd=code_root, env=environment, timeout=timeout,
-                                         what="the demonstration")
+                                         what="the demonstration", errors=errors)

@@ -19,7 +19,7 @@ from course import content, processes
 from course.chapters import Fields, Track
 from course.errors import CodeProblem
 from course.languages.protocol import BroadMutation, CommentBlindDiff, Demonstration, LearnerTests, Prepared, RunRequest
-from course.languages.python import bytecode, handshake, imports, launch, measure, mutmut
+from course.languages.python import bytecode, handshake, imports, launch, measure, mutmut, tracebacks
 from course.results import FileCoverage
 
 
@@ -187,14 +187,17 @@ class PythonAdapter:
                 for problem in measure.unexplained_exclusions(track.reference / name, name)]
 
     def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str],
-                   *, timeout: float) -> int:
+                   *, timeout: float, whole_errors: bool = False) -> int:
+        """The script run by this interpreter on the code in code_root; a traceback it writes is one
+        line (course.languages.python.tracebacks), unless `whole_errors`."""
         problem = self._compile_problem(track, code_root)
         if problem:
             raise CodeProblem(problem)
         env = {**os.environ, **env, "PYTHONDONTWRITEBYTECODE": "1",
                "PYTHONPATH": os.pathsep.join([str(code_root), str(content.HARNESS_ROOT)])}
+        errors = None if whole_errors else tracebacks.Collapsed(code_root, track.chapter_id)
         return processes.run_bounded([sys.executable, str(script), *args], cwd=code_root, env=env,
-                                     timeout=timeout, what="the demonstration")
+                                     timeout=timeout, what="the demonstration", errors=errors)
 
     def catalog_problems(self, track: Track) -> list[str]:
         """A malformed `modules` field, and asserts without a message: the worker runs pytest with
