@@ -29,6 +29,49 @@ def single_run_workers() -> int:
     return 2 if cores >= 2 else 1
 
 
+def limit_file_size(limit: int | None) -> None:
+    """No file this process, or a child it starts from now on, writes may grow past `limit` bytes
+    (RLIMIT_FSIZE; where the system has none, nothing). A write past it fails (EFBIG, "File too
+    large": Python and Go ignore the signal that would otherwise end the process). A lower limit
+    already in force (course grade sets one on the whole check) stays. What it does not bound: the
+    total of many files, what a test prints (captured in memory), memory itself."""
+    apply = file_size_limiter(limit)
+    if apply is not None:
+        apply()
+
+
+def file_size_limiter(limit: int | None) -> Callable[[], None] | None:
+    """limit_file_size as a function to call later, everything worked out beforehand: safe as (part
+    of) a preexec_fn in a process with threads, where only a system call may run between fork and
+    exec. None when there is nothing to limit."""
+    if not limit:
+        return None
+    try:
+        import resource
+    except ImportError:  # not a Unix
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    wanted = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+    if soft != resource.RLIM_INFINITY and wanted >= soft:
+        return None  # a lower limit is in force already
+    setrlimit, which = resource.setrlimit, resource.RLIMIT_FSIZE
+
+    def apply() -> None:
+        try:
+            setrlimit(which, (wanted, hard))
+        except (ValueError, OSError):
+            pass
+
+    return apply
+
+
+def file_too_large(limit: int | None) -> str:
+    """What a test that hit the write limit is told (see limit_file_size)."""
+    size = f"{limit / 2**20:g} MB" if limit else "the system's limit"
+    return (f"a file it wrote reached the write limit ({size} per file) and the write failed: a loop that "
+            "never stops writing? (`--max-file-size MB` allows more)")
+
+
 def admit() -> None:
     """Raise Stopped once kill_all() has run; called before starting a child."""
     if _stopping.is_set():

@@ -19,6 +19,9 @@ from course.results import FAIL_STATUSES, CaseResult, CheckResult, EntryResult
 DEFAULT_TIMEOUT = 5.0
 # The whole check, however many tests time out: a learner waits at most this long for a verdict.
 DEFAULT_BUDGET = 120.0
+# No file the tests (and the code they run) write may grow past this, in MB (RLIMIT_FSIZE; `course
+# check --max-file-size`): a loop that writes without end fails its test instead of filling the disk.
+DEFAULT_MAX_FILE_MB = 64.0
 
 
 def default_build_dir() -> Path:
@@ -50,6 +53,7 @@ def run_check(
     mutant: Mutant | None = None,
     workers: int = 1,
     stop: Callable[[], bool] | None = None,
+    max_file_mb: float | None = DEFAULT_MAX_FILE_MB,
 ) -> CheckResult:
     """Run the catalog (the tests `select` matches, with -k's syntax, and among them those in `only`)
     on the code in code_root. `cases` chooses cases by their ids, with the same syntax; `first` runs
@@ -63,7 +67,8 @@ def run_check(
     `mutant`: the documented mutant that copy holds (RunRequest.mutant).
     `workers`: how many test processes may share the run (where the language splits runs).
     `stop`: asked often while the run goes on; once it answers True the run is given up, its workers
-    stopped, and course.runner.Abandoned raised (course watch, when the learner saves again)."""
+    stopped, and course.runner.Abandoned raised (course watch, when the learner saves again).
+    `max_file_mb`: no file the test processes write may grow past it (None: no limit of ours)."""
     chapter = chapter.for_track(track)  # the entries this track runs
     if track.tests_at is None:
         content.require(track.tests)  # an install without this track's catalog: say so, fail no test
@@ -98,7 +103,8 @@ def run_check(
     started = time.perf_counter()
     request = RunRequest(track=track, code_root=code_root, tests=tuple(order), timeout=timeout,
                          build_dir=scratch or default_build_dir(), shuffle=shuffle, coverage=coverage,
-                         budget=budget, cases=cases, origin=origin, mutant=mutant, workers=workers)
+                         budget=budget, cases=cases, origin=origin, mutant=mutant, workers=workers,
+                         max_file_bytes=int(max_file_mb * 2**20) if max_file_mb else None)
     stopped = False
     try:
         outcome = runner.run(adapter, request, on_case=on_case, stop=stop)

@@ -127,6 +127,12 @@ def timeout_options(command):  # noqa: ANN001, ANN202
                              "cases are not run [default: 5].")(command)
 
 
+def write_limit_option(command):  # noqa: ANN001, ANN202
+    return click.option("--max-file-size", "max_file_mb", type=click.FloatRange(min=0.001), default=None, metavar="MB",
+                        help="No file the tests (and your code under them) write may grow past this; a write "
+                             "past it fails its test [default: 64].")(command)
+
+
 def record_check(repo, chapter_id: str, result, files_before: str, *, partial: bool) -> None:  # noqa: ANN001
     """Record the check in the learner's state. A partial run only updates which tests fail (so
     that --lf and hint follow it); a read-only repository gets a one-line note, and the verdict

@@ -63,6 +63,10 @@ class RunRequest:
     # the documented mutant code_root holds (origin with this mutant applied, nothing else), or None
     # for code that is not one: an adapter that builds many mutants at once is told which this is
     mutant: Optional[Mutant] = None
+    # no file the test processes write may grow past this many bytes (course.processes.limit_file_size,
+    # set in each test process as its run starts; a write past it fails, and the case says so with
+    # processes.file_too_large); None: no limit of the harness's own
+    max_file_bytes: Optional[int] = None
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from course.commands.shared import (
     record_check,
     timeout_options,
     writable,
+    write_limit_option,
 )
 from course.errors import UsageError
 
@@ -31,6 +32,7 @@ from course.errors import UsageError
 @click.option("-x", "--exitfirst", "stop_first", is_flag=True, help="Stop at the first failing test.")
 @click.option("--lf", "--last-failed", "last_failed", is_flag=True, help="Run only the tests that failed last time.")
 @timeout_options
+@write_limit_option
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write exercism test-runner v3 results.json to this file.")
 @click.option("--junit-xml", "junit_path", type=click.Path(dir_okay=False, path_type=Path),
@@ -41,7 +43,7 @@ from course.errors import UsageError
 @language_option("The track, with --reference.")
 @click.option("--coverage", is_flag=True, help="Also show the lines of your files that no test ran.")
 def check(chapter: Any, reference: bool, select: str, case: str, stop_first: bool, last_failed: bool,
-          timeout: float | None, budget: float | None, json_path: Path | None, junit_path: Path | None,
+          timeout: float | None, budget: float | None, max_file_mb: float | None, json_path: Path | None, junit_path: Path | None,
           autograding_path: Path | None, verbose: bool, language: str, coverage: bool) -> None:
     """Run the chapter's catalog on your code: exit 0 when every test passes, 1 otherwise.
 
@@ -49,7 +51,7 @@ def check(chapter: Any, reference: bool, select: str, case: str, stop_first: boo
     `course list` still shows the last full check.
     """
     from course import languages
-    from course.check import DEFAULT_BUDGET, DEFAULT_TIMEOUT, run_check
+    from course.check import DEFAULT_BUDGET, DEFAULT_MAX_FILE_MB, DEFAULT_TIMEOUT, run_check
     from course.processes import single_run_workers
     from course.check.report import TerminalReport, junit_xml, results_json, write_json, write_junit
     from course.pitfall_hints import diagnose
@@ -73,7 +75,7 @@ def check(chapter: Any, reference: bool, select: str, case: str, stop_first: boo
     echo(f"{chapter.id}: {chapter.title}  ({where})")
     result = run_check(chapter, track, code_root, timeout=timeout or DEFAULT_TIMEOUT, budget=budget or DEFAULT_BUDGET,
                        select=select, cases=case, only=only, stop_first=stop_first, on_entry=report.entry,
-                       coverage=coverage, workers=single_run_workers())
+                       coverage=coverage, workers=single_run_workers(), max_file_mb=max_file_mb or DEFAULT_MAX_FILE_MB)
     partial = only is not None or bool(select) or bool(case) or stop_first
     if repo is not None:
         record_check(repo, chapter.id, result, files_before, partial=partial)

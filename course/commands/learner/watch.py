@@ -9,14 +9,15 @@ from typing import Any
 
 import click
 
-from course.commands.shared import CHAPTER, echo, learner_chapter, record_check, timeout_options
+from course.commands.shared import CHAPTER, echo, learner_chapter, record_check, timeout_options, write_limit_option
 
 
 @click.command()
 @click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
 @timeout_options
+@write_limit_option
 @click.option("--poll", is_flag=True, help="Look at the files a few times a second instead of OS notifications.")
-def watch(chapter: Any, timeout: float | None, budget: float | None, poll: bool) -> None:
+def watch(chapter: Any, timeout: float | None, budget: float | None, max_file_mb: float | None, poll: bool) -> None:
     """Check again each time you save a file of the chapter; q (or Ctrl-C) leaves.
 
     It watches the chapter's packages (new modules included) and your own tests. The screen shows
@@ -25,7 +26,7 @@ def watch(chapter: Any, timeout: float | None, budget: float | None, poll: bool)
     The tests that failed last run first.
     """
     from course import chapters, languages, watch as watching
-    from course.check import DEFAULT_BUDGET, DEFAULT_TIMEOUT, run_check
+    from course.check import DEFAULT_BUDGET, DEFAULT_MAX_FILE_MB, DEFAULT_TIMEOUT, run_check
     from course.learner import fingerprint
     from course.processes import single_run_workers
     from course.runner import Abandoned
@@ -52,7 +53,8 @@ def watch(chapter: Any, timeout: float | None, budget: float | None, poll: bool)
             try:
                 result = run_check(chapter, track, repo.root, timeout=timeout or DEFAULT_TIMEOUT,
                                    budget=budget or DEFAULT_BUDGET, first=failed_first,
-                                   workers=single_run_workers(), stop=asked)
+                                   workers=single_run_workers(), stop=asked,
+                                   max_file_mb=max_file_mb or DEFAULT_MAX_FILE_MB)
             except Abandoned:
                 if asked.quit:
                     echo(click.style("\nstopped watching.", dim=True))

@@ -99,7 +99,7 @@ class GoAdapter:
                 shown = (built.compiled_in, request.origin or request.code_root)
                 return Worker(binary, built.module_root / package, *shown, chosen,
                               {**self._env(request), **built.env}, timeout=request.timeout, shuffle=request.shuffle,
-                              cover_profile=cover)
+                              cover_profile=cover, max_file_bytes=request.max_file_bytes)
         return Done()
 
     def _env(self, request: RunRequest) -> dict[str, str]:

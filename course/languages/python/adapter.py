@@ -155,6 +155,7 @@ class PythonAdapter:
             "skip": sorted(skip),
             "env": dict(request.env),
             "shuffle": request.shuffle,
+            "max_file_bytes": request.max_file_bytes,
             "coverage": measure.asked(request.coverage_dir, request.code_root.resolve(), request.track.files)
             if request.coverage_dir else None,
         }

@@ -163,3 +163,21 @@ def test_a_go_demonstrations_panic_is_one_line(course, learner: Path, tmp_path: 
     assert "goroutine 1 [running]" in whole.err, whole.err
     refused = course("run", "--scenario", "x", cwd=learner, env=env)
     assert refused.code == 2 and "it takes none" in refused.err, "the same options rule in every track"
+
+
+WRITES_FOREVER = GO_REFERENCE.replace("package calc\n", 'package calc\n\nimport "os"\n').replace(
+    "\treturn a + b\n",
+    '\tf, _ := os.Create("runaway.log")\n\tbuf := make([]byte, 65536)\n\tfor {\n'
+    '\t\tif _, err := f.Write(buf); err != nil {\n\t\t\tpanic(err)\n\t\t}\n\t}\n')
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="the Go track needs Go on PATH")
+def test_a_go_test_that_writes_without_end_is_stopped_at_the_write_limit(course, learner: Path, tmp_path: Path) -> None:
+    root = tiny_go_chapter(tmp_path / "content", tests=GO_SUM_TEST, reference=GO_REFERENCE)
+    env = {"COURSE_CONTENT": str(root)}
+    assert course("start", CHAPTER, "--language", "go", cwd=learner, env=env).code == 0
+    (learner / "go" / "calc" / "calc.go").write_text(WRITES_FOREVER)
+    ran = course("check", "--max-file-size", "1", "--timeout", "60", cwd=learner, env=env, timeout=600)
+    assert ran.code == 1 and "write limit (1 MB per file)" in ran.out, ran.out + ran.err
+    written = learner / "go" / "calc" / "runaway.log"
+    assert written.stat().st_size <= 2**20, "the file stopped growing at the limit"
