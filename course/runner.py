@@ -65,11 +65,13 @@ def missing_file(request: RunRequest) -> str:
 
 
 def run(adapter: Adapter, request: RunRequest, on_case: Callable[[CaseResult], None] | None = None,
-        stop: Callable[[], bool] | None = None) -> RunOutcome:
+        stop: Callable[[], bool] | None = None, on_test: Callable[[str], None] | None = None) -> RunOutcome:
     """Prepare the code, then run request.tests, restarting workers as needed; cases reach `on_case`
     grouped by test, in the order of request.tests (as they ran within a test). `stop`, when given,
     is asked every STOP_EVERY seconds while the run waits (and before and after the code is
-    prepared): once it answers True the run's workers are killed and Abandoned is raised."""
+    prepared): once it answers True the run's workers are killed and Abandoned is raised. `on_test`
+    hears each test's name once all its cases are passed on (in the order of request.tests): what
+    is shown of a test can be shown as soon as it ends."""
     missing = missing_file(request)
     if missing:  # said before any service starts or anything is built
         return RunOutcome(problem=missing)
@@ -85,7 +87,7 @@ def run(adapter: Adapter, request: RunRequest, on_case: Callable[[CaseResult], N
         _asked(stop)
         if prepared.problem:
             return RunOutcome(problem=prepared.problem)
-        outcome = _Supervisor(adapter, request, prepared, shares, on_case, stop).run()
+        outcome = _Supervisor(adapter, request, prepared, shares, on_case, stop, on_test).run()
         if request.coverage:
             outcome.coverage = adapter.read_coverage(request)
     if len(shares) > 1:
@@ -178,14 +180,15 @@ class _Supervisor:
     run's order: a test's cases are passed on as soon as every test before it is complete."""
 
     def __init__(self, adapter: Adapter, request: RunRequest, prepared: Prepared, shares: list[tuple[str, ...]],
-                 on_case: Callable[[CaseResult], None] | None, stop: Callable[[], bool] | None = None) -> None:
+                 on_case: Callable[[CaseResult], None] | None, stop: Callable[[], bool] | None = None,
+                 on_test: Callable[[str], None] | None = None) -> None:
         from course import selection
 
         self.adapter, self.request, self.prepared, self.on_case = adapter, request, prepared, on_case
-        self.stop = stop
+        self.stop, self.on_test = stop, on_test
         self.next_ask = time.monotonic() + STOP_EVERY
         self.outcome = RunOutcome()
-        self.wanted = selection.parse(request.cases) if request.cases else None
+        self.wanted = selection.parse(request.cases, "--case") if request.cases else None
         self.out_of_time = None if request.budget is None else time.monotonic() + request.budget
         self.shares = [_Share(tests) for tests in shares]
         self.owner = {name: share for share in self.shares for name in share.tests}
@@ -361,6 +364,8 @@ class _Supervisor:
             if not self.owner[name].complete(name):
                 return
             self.reported += 1
+            if self.on_test:
+                self.on_test(name)
 def _death_message(adapter: Adapter, ended: Ended) -> str:
     code = ended.exit_code
     if code < 0:

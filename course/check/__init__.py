@@ -59,8 +59,8 @@ def run_check(
     on the code in code_root. `cases` chooses cases by their ids, with the same syntax; `first` runs
     these tests before the others (failed-first); `stop_first` ends the run at the first failing
     case; `budget` bounds the whole run in seconds. Entries come back in catalog order whatever
-    order they ran in; `on_entry` sees each as soon as it is complete (an entry's cases arrive
-    together, so it is complete when the next begins). `scratch` is a folder for build products
+    order they ran in; `on_entry` sees each that ran as soon as its last case is in (in the run's
+    order: with `first`, those first). `scratch` is a folder for build products
     (removed by the caller); without it they go to the user's cache. `shuffle`, a seed, runs the
     cases in an order drawn from it instead (no `on_entry` then); `coverage` measures what of the
     code the catalog executed. `origin`: code_root is a changed copy of that folder (RunRequest.origin);
@@ -85,20 +85,21 @@ def run_check(
     if only is not None:
         chosen = [name for name in chosen if name in only]
     if cases:
-        selection.parse(cases)  # a malformed expression is a usage error before anything runs
+        selection.parse(cases, "--case")  # a malformed expression is a usage error before anything runs
     order = [n for n in chosen if n in first] + [n for n in chosen if n not in first]
-    pending: list[EntryResult] = []
+    told: set[str] = set()  # the entries on_entry has seen
 
     def on_case(case: CaseResult) -> None:
-        entry = entries[case.entry]
-        if pending and pending[-1] is not entry:
-            if on_entry:
-                on_entry(pending[-1])
-        if not pending or pending[-1] is not entry:
-            pending.append(entry)
-        entry.cases.append(case)
+        entries[case.entry].cases.append(case)
         if stop_first and case.status in FAIL_STATUSES:
+            tell(case.entry)  # the run ends here: the failing test is shown as it is
             raise _StopFirst
+
+    def tell(name: str) -> None:
+        """on_entry, once for each test that ran: as soon as its last case is in."""
+        if on_entry and name not in told and entries[name].cases:
+            told.add(name)
+            on_entry(entries[name])
 
     started = time.perf_counter()
     request = RunRequest(track=track, code_root=code_root, tests=tuple(order), timeout=timeout,
@@ -107,14 +108,12 @@ def run_check(
                          max_file_bytes=int(max_file_mb * 2**20) if max_file_mb else None)
     stopped = False
     try:
-        outcome = runner.run(adapter, request, on_case=on_case, stop=stop)
+        outcome = runner.run(adapter, request, on_case=on_case, stop=stop, on_test=tell)
     except _StopFirst:
         outcome, stopped = None, True
     problem = outcome.problem if outcome else ""
     if cases and not any(e.cases for e in entries.values()) and not problem:
         raise BadSelection(f"no case of the chosen tests matches --case {cases!r}")
-    if pending and on_entry and not problem:
-        on_entry(pending[-1])
     ran = [entries[name] for name in chosen]
     not_run: list[EntryResult] = []
     if cases or stopped or (outcome and outcome.out_of_time):

@@ -101,7 +101,8 @@ def check(chapter: Any, reference: bool, select: str, case: str, stop_first: boo
         for entry in result.entries:
             if entry.test_name not in report.shown:
                 report.entry(entry)
-    report.finish(result)
+    report.closing(result)
+    first = report.first_failure(result)
     if coverage:
         # a learner's own files; on the reference, every file (the given ones are the course's code too)
         mine = [name for name in track.files if repo is None or name not in track.given]
@@ -110,7 +111,8 @@ def check(chapter: Any, reference: bool, select: str, case: str, stop_first: boo
     if hint:
         echo("")
         echo(click.style("hint: ", fg="cyan", bold=True) + hint)
-    report.closing(result)
+    report.summary(result)
+    report.next_step(result, first, chapter.id)
     if repo is not None and partial:
         echo(click.style("(a partial run: shown, not recorded as progress)", dim=True))
     if repo is not None and result.ok and not partial:

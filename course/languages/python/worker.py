@@ -148,6 +148,17 @@ def shuffled_rank(seed: int, nodeid: str) -> bytes:
 MAX_OUTPUT = 20_000  # characters of a test's printed output kept
 
 
+def kept_output(printed: str) -> str:
+    """What is kept of a test's printed output: all of it, or its last MAX_OUTPUT characters (from
+    the start of a line) after a line saying how much came before."""
+    if len(printed) <= MAX_OUTPUT:
+        return printed
+    tail = printed[-MAX_OUTPUT:]
+    tail = tail[tail.find("\n") + 1:] if "\n" in tail[:-1] else tail
+    return (f"[the first {len(printed) - len(tail):,} characters this test printed are left out; "
+            f"its last {len(tail):,} follow]\n{tail}")
+
+
 class CatalogPlugin:
     """Runs one catalog run inside pytest: the run's own spec arrives at begin() (see `run`)."""
 
@@ -288,8 +299,8 @@ class CatalogPlugin:
 
     def pytest_runtest_logreport(self, report) -> None:  # noqa: ANN001
         if report.when == "call" and report.capstdout:
-            # the last lines, whole: the report counts them, -v shows them
-            self.current["output"] = report.capstdout[-MAX_OUTPUT:]
+            # the last lines, whole: the report counts them, -v shows them, saying what was left out
+            self.current["output"] = kept_output(report.capstdout)
 
     def pytest_runtest_logfinish(self, nodeid, location) -> None:  # noqa: ANN001
         now = time.perf_counter()

@@ -269,3 +269,15 @@ def test_an_import_failure_names_the_module_whose_line_failed(syn, learner: Path
     (learner / "pkg" / "helper.py").write_text("")
     ran = syn("check", cwd=learner)
     assert f"pkg/calc.py:{len(calc.read_text().splitlines())}: importing pkg.calc failed: ZeroDivisionError" in ran.out, ran.out
+
+
+def test_output_cut_to_its_last_part_says_so(syn, learner: Path, content: Path) -> None:
+    calc = started_with_reference(syn, learner, content)
+    calc.write_text(calc.read_text().replace('    """The sum of a and b."""\n',
+                                             '    """The sum of a and b."""\n    print(("line %05d " % 0) * 3000)\n'
+                                             '    for i in range(1, 2000):\n        print("line %05d" % i)\n'
+                                             '    return a - b\n'))
+    ran = syn("check", "-k", "test_add and not cases", "-v", cwd=learner)
+    assert ran.code == 1, ran.out
+    assert "characters this test printed are left out; its last" in ran.out, ran.out[-3000:]
+    assert "line 01999" in ran.out and "line 00001\n" not in ran.out, "the end is kept"
