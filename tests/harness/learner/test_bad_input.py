@@ -281,3 +281,30 @@ def test_output_cut_to_its_last_part_says_so(syn, learner: Path, content: Path) 
     assert ran.code == 1, ran.out
     assert "characters this test printed are left out; its last" in ran.out, ran.out[-3000:]
     assert "line 01999" in ran.out and "line 00001\n" not in ran.out, "the end is kept"
+
+
+def test_each_tests_line_is_shown_as_it_ends_even_when_nothing_passes(content: Path, learner: Path) -> None:
+    """A long check on failing code: the first tests' lines come while the slow ones still run
+    (they were once held back until something passed, so fresh stubs printed nothing until the end)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from conftest import REPO
+
+    calc = started_with_reference(None, learner, content)
+    calc.write_text(calc.read_text().replace("return a + b", "return a - b")
+                    .replace("    result = 0\n", "    __import__('time').sleep(4)\n    result = 1\n"))
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(REPO), "COURSE_CONTENT": str(content)}
+    began = time.monotonic()
+    process = subprocess.Popen([sys.executable, "-m", "course", "check", "--timeout", "30"], cwd=learner, env=env,
+                               stdout=subprocess.PIPE, text=True)
+    seen: dict[str, float] = {}
+    for line in process.stdout:
+        seen.setdefault(line.strip(), time.monotonic() - began)
+    ended = time.monotonic() - began
+    assert process.wait() == 1
+    first = seen.get("FAIL    test_add")
+    assert first is not None, seen
+    assert first < ended - 2.5, f"test_add's line came at {first:.1f} s, the check ended at {ended:.1f} s"
