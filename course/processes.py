@@ -227,3 +227,24 @@ def _filtered(stream, errors: LineFilter, out) -> None:  # noqa: ANN001
         pass
     finally:
         stream.close()
+
+
+def foreground(command: list[str], *, cwd, env: dict[str, str]) -> int:  # noqa: ANN001
+    """Run a command with the terminal attached, as a debugger's session needs: its stdin, stdout
+    and stderr ours, in our process group (so Ctrl-C reaches it, while this process waits and lets
+    it pass), no time limit. It ends with us however we end. Its exit code (negative: a signal)."""
+    import signal
+    import subprocess
+
+    admit()
+    child = subprocess.Popen(command, cwd=cwd, env=env, preexec_fn=ends_with_us())
+    register(child.pid)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the session's, not ours
+    try:
+        return child.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if child.poll() is None:
+            kill(child.pid)
+            child.wait()
+        unregister(child.pid)

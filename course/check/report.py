@@ -72,14 +72,21 @@ def got_and_want(line: str, width: int = REASON_WIDTH) -> list[str] | None:
     return lines + [f"  got:  {_around(got, start, room)}", f"  want: {_around(want, start, room)}"]
 
 
-def bounded(message: str, *, max_lines: int = MAX_REASON_LINES, width: int | None = None) -> list[str]:
-    """A failure reason in a few short lines; the tail says that -v shows the rest."""
+def bounded(message: str, *, max_lines: int = MAX_REASON_LINES, width: int | None = None,
+            whole: bool = False) -> list[str]:
+    """A failure reason in a few short lines (cut in their middle), the tail saying that -v shows
+    the rest; `whole`: every line, a long one wrapped rather than cut."""
     from course.diffing import visible  # only when a failure is shown
 
     width = width or reason_width()
     out: list[str] = []
     for line in visible(message).splitlines():  # a byte-order mark, a \r: two sides that differ look it
-        out.extend(got_and_want(line, width) or [shorten(line, width)])
+        if whole and not _GOT_WANT.match(line):
+            out.extend(textwrap.wrap(line, width, subsequent_indent="  ", break_on_hyphens=False) or [""])
+        else:
+            out.extend(got_and_want(line, width) or [shorten(line, width)])
+    if whole:
+        return out
     if len(out) > max_lines:
         out = out[: max_lines - 1] + [f"... ({len(out) - max_lines + 1} more lines; -v shows the full text)"]
     return out
@@ -143,13 +150,12 @@ class TerminalReport:
         elif named:
             shown = ", ".join(named[:4]) + (f" and {len(named) - 4} more" if len(named) > 4 else "")
             head = f"cases {shown}: "
-        limit = 10**6 if whole else MAX_REASON_LINES
         if self.verbose:
             lines = (head + (case.details or case.message)).splitlines()
         elif head and len(head) + len(case.message.splitlines()[0] if case.message else "") > reason_width():
-            lines = [shorten(head.rstrip(": ") + ":", reason_width())] + bounded(case.message, max_lines=limit)
+            lines = [shorten(head.rstrip(": ") + ":", reason_width())] + bounded(case.message, whole=whole)
         else:
-            lines = bounded(head + case.message, max_lines=limit)
+            lines = bounded(head + case.message, whole=whole)
         for line in lines or [case.status]:
             self.echo(_PAD + line)
         places = [p for p in (case.where and f"in your code at {case.where}", case.test_line and f"test at {case.test_line}") if p]

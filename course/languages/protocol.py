@@ -19,7 +19,7 @@ What a catalog needs from the harness reaches it through the environment, the sa
 language: request.env, given to the test process as it is (course.environment names the variables).
 
 Below the events: Adapter, what every language implements, and the optional capabilities only some
-offer (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration), which an adapter declares in
+offer (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration, Foreground), which an adapter declares in
 `capabilities` and a command asks for with course.languages.capability. course.languages.scripted
 is the smallest adapter that keeps the contract; contract_problems says what one lacks.
 """
@@ -289,7 +289,20 @@ class Demonstration(Protocol):
         unless `whole_errors` (`course run --traceback`)."""
 
 
-CAPABILITIES: tuple[type, ...] = (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration)
+@runtime_checkable
+class Foreground(Protocol):
+    """`course check -s` and `course check --pdb TEST`: one catalog test with the learner's terminal
+    attached, to debug it (its prints as they happen, the language's debugger, input())."""
+
+    def run_foreground(self, track: Track, code_root: Path, test: str, env: Mapping[str, str], *,
+                       debugger: bool) -> int:
+        """Run catalog entry `test` alone on the code in code_root with the run's `env`, in the
+        foreground (course.processes.foreground: the terminal's, no time limit); its exit code, 0
+        when it passed. With `debugger`, under the language's debugger where the harness can start
+        one; where it cannot, print the commands that do, to run by hand, and return 0."""
+
+
+CAPABILITIES: tuple[type, ...] = (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration, Foreground)
 
 
 def contract_problems(adapter: object) -> list[str]:

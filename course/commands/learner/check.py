@@ -42,9 +42,16 @@ from course.errors import UsageError
 @click.option("-v", "--verbose", is_flag=True, help="Every test, full failure texts and tracebacks, captured output.")
 @language_option("The track, with --reference.")
 @click.option("--coverage", is_flag=True, help="Also show the lines of your files that no test ran.")
+@click.option("-s", "foreground", is_flag=True,
+              help="Run one test (the one -k names, else the first that failed last time) with your terminal "
+                   "attached: its prints as they happen, input() and breakpoint() work, no time limit.")
+@click.option("--pdb", "pdb_test", metavar="TEST",
+              help="Run TEST alone with your terminal attached, in the debugger where it fails (Python); "
+                   "in Go, the commands that debug it with Delve.")
 def check(chapter: Any, reference: bool, select: str, case: str, stop_first: bool, last_failed: bool,
           timeout: float | None, budget: float | None, max_file_mb: float | None, json_path: Path | None, junit_path: Path | None,
-          autograding_path: Path | None, verbose: bool, language: str, coverage: bool) -> None:
+          autograding_path: Path | None, verbose: bool, language: str, coverage: bool, foreground: bool,
+          pdb_test: str | None) -> None:
     """Run the chapter's catalog on your code: exit 0 when every test passes, 1 otherwise.
 
     Only a full run records progress: with -k, --case, --lf or -x the verdict is shown, and
@@ -61,6 +68,11 @@ def check(chapter: Any, reference: bool, select: str, case: str, stop_first: boo
     target = code_under_test(chapter, reference, language)
     repo, chapter, track, state = target.repo, target.chapter, target.track, target.state
     code_root = target.code_root
+    if foreground or pdb_test:
+        if json_path or junit_path or autograding_path or stop_first or last_failed or case or coverage:
+            raise UsageError("-s and --pdb run one test in your terminal: they take -k (or TEST) and --reference, "
+                             "and no report option")
+        sys.exit(_in_the_foreground(target, select, pdb_test))
     where = "the course's reference" if repo is None else str(repo.root)
     only = None
     if last_failed:
@@ -118,3 +130,37 @@ def check(chapter: Any, reference: bool, select: str, case: str, stop_first: boo
     if repo is not None and result.ok and not partial:
         echo(f"\nchapter {chapter.id} passed. `course diff {chapter.id}` compares your code with the reference.")
     sys.exit(0 if result.ok else 1)
+
+
+def _in_the_foreground(target, select: str, pdb_test: str | None) -> int:  # noqa: ANN001
+    """check -s / --pdb: the one test, its process on the terminal (Foreground); its exit code."""
+    from course import languages, selection, services
+    from course.commands.shared import catalog_entry
+    from course.languages.protocol import Foreground
+
+    chapter, track, state = target.chapter, target.track, target.state
+    adapter = languages.get(track.language)
+    attached = languages.capability(adapter, Foreground)
+    if attached is None:
+        raise UsageError(f"the {track.language} track cannot run a test in the foreground yet")
+    if pdb_test:
+        entry = catalog_entry(chapter, adapter, pdb_test)
+    elif select:
+        names = {e.name: (e.name, adapter.test_name(e.name)) for e in chapter.catalog}
+        exact = [name for name, spellings in names.items() if select.strip() in spellings]
+        chosen = exact or selection.select(select, names)
+        if len(chosen) != 1:
+            found = ", ".join(adapter.test_name(n) for n in chosen) or "none"
+            raise UsageError(f"-s runs one test: -k {select!r} matches {len(chosen)} ({found}); name one")
+        entry = next(e for e in chapter.catalog if e.name == chosen[0])
+    else:
+        failing = set(state.last_check.get("failing", []) if state else [])
+        entry = next((e for e in chapter.catalog if e.name in failing), None)  # the first in catalog order
+        if entry is None:
+            raise UsageError("-s runs one test: name it with -k (no test failed in your last check)")
+    how = "in the debugger where it fails" if pdb_test else "its prints as they happen"
+    echo(click.style(f"{chapter.id}: {adapter.test_name(entry.name)} alone, with your terminal attached ({how}; "
+                     "no time limit; not recorded as progress)", dim=True), err=True)
+    with services.environment(track) as env:
+        code = attached.run_foreground(track, target.code_root, entry.name, env, debugger=bool(pdb_test))
+    return code if code >= 0 else 128 - code

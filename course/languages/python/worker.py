@@ -97,9 +97,12 @@ def details(exc: BaseException, tests_root: str) -> str:
     return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__)).rstrip()
 
 
-def short_message(exc: BaseException, limit: int = 12, *, write_limit: int | None = None) -> str:
+def short_message(exc: BaseException, limit: int = 12, *, write_limit: int | None = None, test: str = "") -> str:
     if _too_large(exc):  # the write limit (processes.limit_file_size), wherever the failing write was
         return processes.file_too_large(write_limit)
+    if isinstance(exc, OSError) and _READS_TERMINAL in str(exc):  # input(), breakpoint(), pdb.set_trace()
+        return ("it read from the terminal (input(), breakpoint()), which a check does not give: "
+                f"`course check --pdb {test or 'TEST'}` runs it alone with your terminal")
     if isinstance(exc, (AssertionError, TestTimeout)):
         text = str(exc) or "assertion failed"
     elif isinstance(exc, NotImplementedError):
@@ -110,6 +113,10 @@ def short_message(exc: BaseException, limit: int = 12, *, write_limit: int | Non
         text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     lines = text.splitlines()
     return "\n".join(lines[:limit] + (["..."] if len(lines) > limit else []))
+
+
+# What pytest's captured stdin says when read (its advice, -s, is an option of pytest's, not of check's).
+_READS_TERMINAL = "reading from stdin while output is captured"
 
 
 def _too_large(exc: BaseException | None) -> bool:
@@ -290,7 +297,8 @@ class CatalogPlugin:
         where, test_line = locate(entries, self.code_root, self.tests_root)
         self.current.update(
             status=classify(exc, call.when) if exc is not None else Status.ERROR,
-            message=short_message(exc, write_limit=self.max_file_bytes) if exc is not None else str(report.longrepr)[:500],
+            message=short_message(exc, write_limit=self.max_file_bytes, test=report.nodeid.split("::")[-1].split("[")[0])
+            if exc is not None else str(report.longrepr)[:500],
             where=where,
             test_line=test_line,
             details=details(exc, self.tests_root) if exc is not None else str(report.longrepr),
