@@ -241,6 +241,30 @@ def _with_sections(text: str, override: str) -> str:
     return "".join(out).rstrip() + "\n"
 
 
+def section_of(text: str, wanted: str) -> str | None:
+    """The section of a chapter's text a learner asks for (`course show ag01 2.2`): by its number
+    ("3" is "## 3." with its subsections, "2.2" the subsection alone), or by the start of its title,
+    case aside ("fail closed"); None when there is no such section."""
+    _, blocks = _blocks(text)
+    want = wanted.strip().rstrip(".").lower()
+    for n, (level, key, block) in enumerate(blocks):
+        title = _HEADING.fullmatch(block.splitlines()[0]).group(3).lower()
+        if key.lower() == want or (not want[:1].isdigit() and title.startswith(want)):
+            out = [block]
+            if level == "##":  # its subsections come with it
+                for deeper, _, more in blocks[n + 1:]:
+                    if deeper == "##":
+                        break
+                    out.append(more)
+            return "".join(out).rstrip() + "\n"
+    return None
+
+
+def section_names(text: str) -> list[str]:
+    """What `course show CH SECTION` takes: each section's number, or its title where it has none."""
+    return [key for _, key, _ in _blocks(text)[1]]
+
+
 def _under(section: str, key: str) -> bool:
     """Whether the "###" of `key`, coming after the "##" of `section` (no "##" in between), is one of
     its subsections: "2.1" is under "2" and not under "3"; a title is under a title."""

@@ -11,6 +11,7 @@ import click
 from course.commands.shared import (
     CHAPTER,
     code_under_test,
+    complete_tests,
     echo,
     language_option,
     record_check,
@@ -24,7 +25,7 @@ from course.errors import UsageError
 @click.command()
 @click.argument("chapter", metavar="[CHAPTER]", type=CHAPTER, required=False)
 @click.option("--reference", is_flag=True, help="Run the catalog on the course's reference (instructors, CI).")
-@click.option("-k", "select", default="", metavar="EXPR",
+@click.option("-k", "select", default="", metavar="EXPR", shell_complete=complete_tests,
               help="Run only the catalog tests whose names match EXPR: words, and/or/not, parentheses "
                    "(`-k retry`, `-k 'sse and not large'`).")
 @click.option("--case", "case", default="", metavar="EXPR",
@@ -45,7 +46,7 @@ from course.errors import UsageError
 @click.option("-s", "foreground", is_flag=True,
               help="Run one test (the one -k names, else the first that failed last time) with your terminal "
                    "attached: its prints as they happen, input() and breakpoint() work, no time limit.")
-@click.option("--pdb", "pdb_test", metavar="TEST",
+@click.option("--pdb", "pdb_test", metavar="TEST", shell_complete=complete_tests,
               help="Run TEST alone with your terminal attached, in the debugger where it fails (Python); "
                    "in Go, the commands that debug it with Delve.")
 def check(chapter: Any, reference: bool, select: str, case: str, stop_first: bool, last_failed: bool,
