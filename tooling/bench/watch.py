@@ -154,8 +154,10 @@ def noticing(root: Path, saved: Path, rounds: int) -> list[float]:
     sys.path.insert(0, str(REPO))
     from course import watch
 
-    files = (str(saved.relative_to(root)),)
-    watcher = watch.Notified(root, files)
+    from course import chapters
+
+    watcher = watch.Notified(watch.Scope(root, chapters.get(CHAPTER).track("python").files,
+                                         (f"tests_mine/{CHAPTER}",)))
     keys = watch.Keys(io.StringIO())  # not a terminal: never "q"
     times = []
     try:

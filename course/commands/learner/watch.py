@@ -39,27 +39,30 @@ def watch(chapter: Any, timeout: float | None, budget: float | None, max_file_mb
     keys = watching.Keys()
     scope = watching.Scope(repo.root, track.files, _own_tests(adapter, track, repo.root))
     saves = watching.watcher(scope, poll=poll)
-    asked = _Asked(keys, saves)
-    changed: list[str] = []  # what the save being checked changed ([] for the first run)
     with keys, contextlib.closing(saves), watching.screen(sys.stdout.isatty()) as wipe, _stopped_by_ctrl_c(), \
             adapter.standby():
-        while True:
-            saves.refresh()  # a folder made since (a new subpackage) is watched from now on
-            files_before = fingerprint(repo.root, track.files)
+
+        def running(changed: list[str]) -> None:
+            """The screen the moment a save is noticed: what runs now, and no verdict of files gone."""
             wipe()
             _header(chapter, scope, saves)
             echo(click.style(f"{time.strftime('%H:%M:%S')}  running {len(chapter.catalog)} tests on "
                              f"{_what(changed)} ...", fg="cyan", bold=True))
+
+        asked = _Asked(keys, saves, running)
+        running([])
+        while True:
+            saves.refresh()  # a folder made since (a new subpackage) is watched from now on
+            files_before = fingerprint(repo.root, track.files)
             try:
                 result = run_check(chapter, track, repo.root, timeout=timeout or DEFAULT_TIMEOUT,
                                    budget=budget or DEFAULT_BUDGET, first=failed_first,
                                    workers=single_run_workers(), stop=asked,
                                    max_file_mb=max_file_mb or DEFAULT_MAX_FILE_MB)
-            except Abandoned:
+            except Abandoned:  # saved again during the run (the screen says so already): start over
                 if asked.quit:
                     echo(click.style("\nstopped watching.", dim=True))
                     return
-                changed = saves.last  # saved again during the run: start over on the files as they are now
                 continue
             failed_first = [e.entry.name for e in result.entries if e.status != "pass"]
             wipe()
@@ -69,21 +72,25 @@ def watch(chapter: Any, timeout: float | None, budget: float | None, max_file_mb
             if not saves.wait(keys):
                 echo(click.style("\nstopped watching.", dim=True))
                 return
-            changed = saves.last
+            running(saves.last)
 
 
 class _Asked:
     """The question a run under watch is asked while it goes on: give up? Yes once the learner
-    saved again (or pressed q: then `quit`)."""
+    saved again (the screen then says at once what runs next, before the run is stopped), or
+    pressed q (then `quit`)."""
 
-    def __init__(self, keys: Any, saves: Any) -> None:
-        self.keys, self.saves, self.quit = keys, saves, False
+    def __init__(self, keys: Any, saves: Any, running: Any) -> None:
+        self.keys, self.saves, self.running, self.quit = keys, saves, running, False
 
     def __call__(self) -> bool:
         if self.keys.quit_pressed():
             self.quit = True
             return True
-        return self.saves.pending()
+        if self.saves.pending():
+            self.running(self.saves.last)
+            return True
+        return False
 
 
 def _own_tests(adapter: Any, track: Any, root: Any) -> tuple[str, ...]:
