@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from course.commands.shared import CHAPTER, any_chapter, echo, language_option, paged, track_language
+from course.commands.shared import CHAPTER, any_chapter, language_option, paged, track_language
 from course.errors import CourseError, UsageError
 from course.languages.registry import DEFAULT_LANGUAGE
 

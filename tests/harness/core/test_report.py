@@ -4,7 +4,6 @@ under test printed or raised."""
 
 from __future__ import annotations
 
-import io
 import xml.etree.ElementTree as ET
 
 from course.chapters import CatalogEntry
