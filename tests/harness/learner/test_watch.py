@@ -284,3 +284,32 @@ def test_watch_sees_a_new_module_of_the_package_and_ignores_editor_files(
         assert screen.process.wait(timeout=60) == 0
     finally:
         screen.close()
+
+
+def test_watch_sees_the_learners_own_tests_and_a_file_at_the_top(course, learner: Path, tmp_path: Path) -> None:
+    """The tiny chapter: its one file at the repository's top (calc.py), the learner's own tests in
+    tests_mine/tiny/ (course selftest's folder): a save of either is a run."""
+    from tiny import tiny_chapter
+
+    root = tiny_chapter(tmp_path / "content", tests="def test_add():\n    assert calc.add(2, 3) == 5, 'add'\n",
+                        reference="def add(a, b):\n    return a + b\n",
+                        selftest="import calc\n\n\ndef test_mine():\n    assert calc.add(1, 1) == 2\n")
+    env = {"COURSE_CONTENT": str(root)}
+    assert course("start", "tiny", cwd=learner, env=env).code == 0
+    screen = Screen(["watch"], learner, env=env)
+    try:
+        screen.wait_for(done_screen)
+        assert "watching tests_mine/tiny/, calc.py" in screen.text, screen.last()
+        for path, text in ((learner / "tests_mine" / "tiny" / "test_more.py", "def test_more():\n    pass\n"),
+                           (learner / "calc.py", "def add(a, b):\n    return a + b\n")):
+            before = screen.screens()
+            path.write_text(text)
+            screen.wait_for(lambda t, before=before: t.count(CLEAR) > before and done_screen(t))
+            saved = path.relative_to(learner).as_posix()
+            since = screen.text.split(CLEAR)[before + 1:]
+            assert any("running" in shown and f"({saved})" in shown for shown in since), since
+        assert "1 of 1 passing" in screen.last(), screen.last()
+        screen.press("q")
+        assert screen.process.wait(timeout=60) == 0
+    finally:
+        screen.close()
