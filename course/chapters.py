@@ -61,6 +61,21 @@ class CatalogEntry:
 
 
 @dataclass(frozen=True)
+class DemoOption:
+    """An option of the chapter's demonstration (`course run CH --NAME [VALUE]`), the same in every
+    track: the harness refuses any other, and passes these on as the learner wrote them."""
+
+    name: str  # without its dashes: "scenario"
+    value: str = ""  # what it takes, as the help shows it ("NAME"); "" for a flag
+    choices: tuple[str, ...] = ()  # the values it accepts; empty: any
+    help: str = ""
+
+    @property
+    def usage(self) -> str:
+        return f"--{self.name}" + (f" {self.value}" if self.value else "")
+
+
+@dataclass(frozen=True)
 class Track:
     """A chapter in one language: its learner files, demonstration, services and mutants, and the
     fields only its language's adapter reads (`options`, e.g. Python's `modules`)."""
@@ -131,6 +146,8 @@ class Chapter:
     pitfalls: tuple[Pitfall, ...]
     tracks: dict[str, Track] = field(default_factory=dict)
     folder: Path = Path()
+    # what `course run` takes besides its own options (the manifest's `demonstration: options:`)
+    demonstration: tuple[DemoOption, ...] = ()
 
     @property
     def text_path(self) -> Path:
@@ -222,6 +239,30 @@ def _with_sections(text: str, override: str) -> str:
         else:
             out.append(block)
     return "".join(out).rstrip() + "\n"
+
+
+def section_of(text: str, wanted: str) -> str | None:
+    """The section of a chapter's text a learner asks for (`course show ag01 2.2`): by its number
+    ("3" is "## 3." with its subsections, "2.2" the subsection alone), or by the start of its title,
+    case aside ("fail closed"); None when there is no such section."""
+    _, blocks = _blocks(text)
+    want = wanted.strip().rstrip(".").lower()
+    for n, (level, key, block) in enumerate(blocks):
+        title = _HEADING.fullmatch(block.splitlines()[0]).group(3).lower()
+        if key.lower() == want or (not want[:1].isdigit() and title.startswith(want)):
+            out = [block]
+            if level == "##":  # its subsections come with it
+                for deeper, _, more in blocks[n + 1:]:
+                    if deeper == "##":
+                        break
+                    out.append(more)
+            return "".join(out).rstrip() + "\n"
+    return None
+
+
+def section_names(text: str) -> list[str]:
+    """What `course show CH SECTION` takes: each section's number, or its title where it has none."""
+    return [key for _, key, _ in _blocks(text)[1]]
 
 
 def _under(section: str, key: str) -> bool:
@@ -360,6 +401,22 @@ def _track_checks(f: "Fields", names: set[str]) -> dict[str, str]:
     return {name: Fields(raw, f"{f.where}, checks").get(name, str) for name in raw}
 
 
+def _demonstration(top: Fields) -> tuple[DemoOption, ...]:
+    """The demonstration's options: `demonstration: {options: [{name, value, choices, help}]}`."""
+    section = Fields(top.get("demonstration", dict, {}), f"{top.where}, demonstration")
+    options = []
+    for i, item in enumerate(section.get("options", list, [])):
+        f = Fields(item, f"{section.where}, option #{i + 1}")
+        option = DemoOption(name=f.get("name", str), value=f.get("value", str, ""), choices=f.strings("choices", ()),
+                            help=f.get("help", str, ""))
+        if not re.fullmatch(r"[a-z][a-z0-9-]*", option.name):
+            raise ManifestError(f"{f.where}: name {option.name!r} must be a word of lower-case letters, digits and -")
+        if option.choices and not option.value:
+            raise ManifestError(f"{f.where} ({option.name}): choices need a value (what the option takes)")
+        options.append(option)
+    return tuple(options)
+
+
 def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
     top = Fields(raw, f"chapter {where}")
     chapter_id = top.get("id", str)
@@ -435,6 +492,7 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             raise ManifestError(f"{f.where}: field 'coverage_floor' must be a percentage, 0 to 100")
 
     return Chapter(
+        demonstration=_demonstration(top),
         id=chapter_id,
         title=top.get("title", str),
         order=top.get("order", int, 0),

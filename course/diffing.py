@@ -67,11 +67,45 @@ def diff_files(learner_root: Path, reference_root: Path, files: tuple[str, ...],
                     for line in ours[i1:i2]:
                         _show(" " + line, echo, color)
                     continue
-                for line in ours[i1:i2]:
+                removed, added = visible_pairs(ours[i1:i2], theirs[j1:j2])
+                for line in removed:
                     _show("-" + line, echo, color)
-                for line in theirs[j1:j2]:
+                for line in added:
                     _show("+" + line, echo, color)
     return summary
+
+
+def visible(text: str) -> str:
+    """The text with what a terminal does not show written out: a byte-order mark, a carriage
+    return, zero-width and other format or control characters, spaces other than the plain one
+    (`\\ufeff`, `\\r`, `\\xa0`). Tabs and the final newline stay as they are."""
+    import unicodedata
+
+    out = []
+    for char in text:
+        kind = unicodedata.category(char)
+        if char in "\t\n" or not (kind in ("Cf", "Cc", "Co", "Cs", "Zl", "Zp") or (kind == "Zs" and char != " ")):
+            out.append(char)
+        else:
+            out.append(repr(char)[1:-1] if len(repr(char)) > 3 else f"\\x{ord(char):02x}")
+    return "".join(out)
+
+
+def visible_pairs(removed: list[str], added: list[str]) -> tuple[list[str], list[str]]:
+    """Changed lines as they should be shown: invisible characters written out (visible), and
+    where a removed line and the added line in its place still look the same (they differ only in
+    trailing spaces, or tabs against spaces), their whitespace drawn (`·` a space, `→` a tab)."""
+    removed, added = [visible(line) for line in removed], [visible(line) for line in added]
+    if len(removed) == len(added):
+        for i, (ours, theirs) in enumerate(zip(removed, added)):
+            if ours != theirs and ours.rstrip().expandtabs() == theirs.rstrip().expandtabs():
+                removed[i], added[i] = _drawn(ours), _drawn(theirs)
+    return removed, added
+
+
+def _drawn(line: str) -> str:
+    end = "\n" if line.endswith("\n") else ""
+    return line.rstrip("\n").replace(" ", "\u00b7").replace("\t", "\u2192") + end
 
 
 def _show(line: str, echo: Callable[[str], None], color: bool) -> None:

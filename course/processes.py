@@ -10,7 +10,7 @@ import os
 import signal
 import threading
 from functools import lru_cache
-from typing import Callable
+from typing import Callable, Protocol
 
 from course.errors import Stopped
 
@@ -27,6 +27,49 @@ def single_run_workers() -> int:
     except (AttributeError, OSError):  # not Linux
         cores = os.cpu_count() or 1
     return 2 if cores >= 2 else 1
+
+
+def limit_file_size(limit: int | None) -> None:
+    """No file this process, or a child it starts from now on, writes may grow past `limit` bytes
+    (RLIMIT_FSIZE; where the system has none, nothing). A write past it fails (EFBIG, "File too
+    large": Python and Go ignore the signal that would otherwise end the process). A lower limit
+    already in force (course grade sets one on the whole check) stays. What it does not bound: the
+    total of many files, what a test prints (captured in memory), memory itself."""
+    apply = file_size_limiter(limit)
+    if apply is not None:
+        apply()
+
+
+def file_size_limiter(limit: int | None) -> Callable[[], None] | None:
+    """limit_file_size as a function to call later, everything worked out beforehand: safe as (part
+    of) a preexec_fn in a process with threads, where only a system call may run between fork and
+    exec. None when there is nothing to limit."""
+    if not limit:
+        return None
+    try:
+        import resource
+    except ImportError:  # not a Unix
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    wanted = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+    if soft != resource.RLIM_INFINITY and wanted >= soft:
+        return None  # a lower limit is in force already
+    setrlimit, which = resource.setrlimit, resource.RLIMIT_FSIZE
+
+    def apply() -> None:
+        try:
+            setrlimit(which, (wanted, hard))
+        except (ValueError, OSError):
+            pass
+
+    return apply
+
+
+def file_too_large(limit: int | None) -> str:
+    """What a test that hit the write limit is told (see limit_file_size)."""
+    size = f"{limit / 2**20:g} MB" if limit else "the system's limit"
+    return (f"a file it wrote reached the write limit ({size} per file) and the write failed: a loop that "
+            "never stops writing? (`--max-file-size MB` allows more)")
 
 
 def admit() -> None:
@@ -129,18 +172,34 @@ def kill_all() -> None:
         kill(pid)
 
 
-def run_bounded(command: list[str], *, cwd, env: dict[str, str], timeout: float, what: str) -> int:  # noqa: ANN001
+class LineFilter(Protocol):
+    """What stands between a child's stderr and ours (run_bounded): each line in, the lines to show out."""
+
+    def feed(self, line: str) -> list[str]: ...
+
+    def end(self) -> list[str]: ...
+
+
+def run_bounded(command: list[str], *, cwd, env: dict[str, str], timeout: float, what: str,  # noqa: ANN001
+                errors: LineFilter | None = None) -> int:
     """Run a command in its own process group, its output on ours; past `timeout` the whole group
-    is killed and CodeProblem raised. Its exit code (negative: the signal that ended it)."""
+    is killed and CodeProblem raised. Its exit code (negative: the signal that ended it). With
+    `errors`, what it writes to stderr passes through that filter, line by line, as it comes."""
     import subprocess
+    import sys
 
     from course.errors import CodeProblem
 
     admit()
     parent = os.getpid()
     child = subprocess.Popen(command, cwd=cwd, env=env, start_new_session=True,
+                             stderr=subprocess.PIPE if errors is not None else None,
                              preexec_fn=lambda: die_with_parent(parent))
     register(child.pid)
+    reader = None
+    if errors is not None:
+        reader = threading.Thread(target=_filtered, args=(child.stderr, errors, sys.stderr), daemon=True)
+        reader.start()
     try:
         return child.wait(timeout)
     except subprocess.TimeoutExpired:
@@ -149,4 +208,43 @@ def run_bounded(command: list[str], *, cwd, env: dict[str, str], timeout: float,
     finally:
         kill(child.pid)
         child.wait()
+        unregister(child.pid)
+        if reader is not None:
+            reader.join(5)  # the group is gone: its end of the pipe is closed, the rest is read at once
+
+
+def _filtered(stream, errors: LineFilter, out) -> None:  # noqa: ANN001
+    """Copy a child's stderr to `out` through `errors`, each line as soon as it is complete."""
+    try:
+        for raw in iter(stream.readline, b""):
+            for line in errors.feed(raw.decode("utf-8", "replace").rstrip("\r\n")):
+                out.write(line + "\n")
+            out.flush()
+        for line in errors.end():
+            out.write(line + "\n")
+        out.flush()
+    except (OSError, ValueError):  # our stderr is gone (closed, a reader that left)
+        pass
+    finally:
+        stream.close()
+
+
+def foreground(command: list[str], *, cwd, env: dict[str, str]) -> int:  # noqa: ANN001
+    """Run a command with the terminal attached, as a debugger's session needs: its stdin, stdout
+    and stderr ours, in our process group (so Ctrl-C reaches it, while this process waits and lets
+    it pass), no time limit. It ends with us however we end. Its exit code (negative: a signal)."""
+    import signal
+    import subprocess
+
+    admit()
+    child = subprocess.Popen(command, cwd=cwd, env=env, preexec_fn=ends_with_us())
+    register(child.pid)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the session's, not ours
+    try:
+        return child.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if child.poll() is None:
+            kill(child.pid)
+            child.wait()
         unregister(child.pid)

@@ -46,6 +46,13 @@ KILL_GRACE = 2.0
 # Outside any test (starting, collecting, ending) a worker that says nothing for this long, on top of
 # the per-test timeout, is stopped: the command always ends.
 QUIET_LIMIT = 30.0
+# A run given a `stop` question (course watch: has the learner saved again?) asks it this often while
+# it waits for its workers, so that a run on files no longer on disk is abandoned at once.
+STOP_EVERY = 0.05
+
+
+class Abandoned(Exception):
+    """The run was given up because its `stop` question said so; its workers are stopped."""
 
 
 def missing_file(request: RunRequest) -> str:
@@ -57,9 +64,14 @@ def missing_file(request: RunRequest) -> str:
     return ""
 
 
-def run(adapter: Adapter, request: RunRequest, on_case: Callable[[CaseResult], None] | None = None) -> RunOutcome:
+def run(adapter: Adapter, request: RunRequest, on_case: Callable[[CaseResult], None] | None = None,
+        stop: Callable[[], bool] | None = None, on_test: Callable[[str], None] | None = None) -> RunOutcome:
     """Prepare the code, then run request.tests, restarting workers as needed; cases reach `on_case`
-    grouped by test, in the order of request.tests (as they ran within a test)."""
+    grouped by test, in the order of request.tests (as they ran within a test). `stop`, when given,
+    is asked every STOP_EVERY seconds while the run waits (and before and after the code is
+    prepared): once it answers True the run's workers are killed and Abandoned is raised. `on_test`
+    hears each test's name once all its cases are passed on (in the order of request.tests): what
+    is shown of a test can be shown as soon as it ends."""
     missing = missing_file(request)
     if missing:  # said before any service starts or anything is built
         return RunOutcome(problem=missing)
@@ -70,15 +82,22 @@ def run(adapter: Adapter, request: RunRequest, on_case: Callable[[CaseResult], N
         if request.coverage:
             coverage_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="course-coverage-"))
             request = replace(request, coverage_dir=Path(coverage_dir))
+        _asked(stop)
         prepared = adapter.prepare(request)
+        _asked(stop)
         if prepared.problem:
             return RunOutcome(problem=prepared.problem)
-        outcome = _Supervisor(adapter, request, prepared, shares, on_case).run()
+        outcome = _Supervisor(adapter, request, prepared, shares, on_case, stop, on_test).run()
         if request.coverage:
             outcome.coverage = adapter.read_coverage(request)
     if len(shares) > 1:
         _record_weights(request, outcome)
     return outcome
+
+
+def _asked(stop: Callable[[], bool] | None) -> None:
+    if stop is not None and stop():
+        raise Abandoned
 
 
 def split(tests: tuple[str, ...], workers: int, weights: dict[str, float]) -> list[tuple[str, ...]]:
@@ -161,12 +180,15 @@ class _Supervisor:
     run's order: a test's cases are passed on as soon as every test before it is complete."""
 
     def __init__(self, adapter: Adapter, request: RunRequest, prepared: Prepared, shares: list[tuple[str, ...]],
-                 on_case: Callable[[CaseResult], None] | None) -> None:
+                 on_case: Callable[[CaseResult], None] | None, stop: Callable[[], bool] | None = None,
+                 on_test: Callable[[str], None] | None = None) -> None:
         from course import selection
 
         self.adapter, self.request, self.prepared, self.on_case = adapter, request, prepared, on_case
+        self.stop, self.on_test = stop, on_test
+        self.next_ask = time.monotonic() + STOP_EVERY
         self.outcome = RunOutcome()
-        self.wanted = selection.parse(request.cases) if request.cases else None
+        self.wanted = selection.parse(request.cases, "--case") if request.cases else None
         self.out_of_time = None if request.budget is None else time.monotonic() + request.budget
         self.shares = [_Share(tests) for tests in shares]
         self.owner = {name: share for share in self.shares for name in share.tests}
@@ -179,6 +201,7 @@ class _Supervisor:
                 self.start(share)
             while any(share.worker is not None for share in self.shares):
                 self.step()
+                self.ask()
         finally:
             for share in self.shares:  # stopped early (-x, an interrupt): end every worker now
                 if share.worker is not None:
@@ -186,6 +209,16 @@ class _Supervisor:
                     share.worker.close()
                     share.worker = None
         return self.outcome
+
+    def ask(self) -> None:
+        """Put the `stop` question, at most every STOP_EVERY seconds (asking may cost a little)."""
+        if self.stop is not None and time.monotonic() >= self.next_ask:
+            _asked(self.stop)
+            self.next_ask = time.monotonic() + STOP_EVERY
+
+    def until(self, deadline: float) -> float:
+        """How long a wait may last: to the deadline, or to the next `stop` question if sooner."""
+        return deadline if self.stop is None else min(deadline, self.next_ask)
 
     def start(self, share: _Share) -> None:
         share.progress, share.current, share.finished, share.order = len(share.done), "", False, ()
@@ -205,10 +238,13 @@ class _Supervisor:
         live = [share for share in self.shares if share.worker is not None]
         if len(live) == 1:  # one worker: wait for it alone (a worker need not be selectable)
             share = live[0]
+            deadline = self.deadline(share)
+            wait_until = self.until(deadline)
             try:
-                self.take(share, share.worker.next_event(self.deadline(share)))
-            except TimeoutError:
-                self.expire(share)
+                self.take(share, share.worker.next_event(wait_until))
+            except TimeoutError:  # past the time it was given: the deadline, or the next `stop` question
+                if wait_until >= deadline:
+                    self.expire(share)
             return
         heard = False
         for share in live:
@@ -223,7 +259,7 @@ class _Supervisor:
                 self.take(share, event)
         live = [share for share in self.shares if share.worker is not None]
         if live and not heard:
-            nearest = min(self.deadline(share) for share in live)
+            nearest = self.until(min(self.deadline(share) for share in live))
             wait([share.worker for share in live], max(0.0, nearest - time.monotonic()))
 
     def take(self, share: _Share, event: Event | None) -> None:
@@ -328,6 +364,8 @@ class _Supervisor:
             if not self.owner[name].complete(name):
                 return
             self.reported += 1
+            if self.on_test:
+                self.on_test(name)
 def _death_message(adapter: Adapter, ended: Ended) -> str:
     code = ended.exit_code
     if code < 0:

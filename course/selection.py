@@ -18,13 +18,15 @@ _TOKEN = re.compile(r"\s*(?:(\()|(\))|([\w:+\-.\[\]\\/]+))")
 _KEYWORDS = {"and", "or", "not"}
 
 
-def parse(expression: str) -> Matcher:
-    """A predicate over a test's names; BadSelection when the expression does not parse."""
-    tokens = _tokenize(expression)
+def parse(expression: str, option: str = "-k") -> Matcher:
+    """A predicate over a test's names; BadSelection when the expression does not parse, naming the
+    option it was given to (`-k`, or `--case` for an expression over case ids)."""
+    tokens = _tokenize(expression, option)
     position = 0
+    what = "test" if option == "-k" else "case"
 
     def fail(why: str) -> BadSelection:
-        return BadSelection(f"-k {expression!r} is not a valid test selection: {why}")
+        return BadSelection(f"{option} {expression!r} is not a valid {what} selection: {why}")
 
     def peek() -> str | None:
         return tokens[position] if position < len(tokens) else None
@@ -78,7 +80,7 @@ def parse(expression: str) -> Matcher:
     return matcher
 
 
-def _tokenize(expression: str) -> list[str]:
+def _tokenize(expression: str, option: str = "-k") -> list[str]:
     tokens = []
     position = 0
     while position < len(expression):
@@ -87,7 +89,8 @@ def _tokenize(expression: str) -> list[str]:
         match = _TOKEN.match(expression, position)
         if not match:
             bad = expression[position:].lstrip()[:1]
-            raise BadSelection(f"-k {expression!r} is not a valid test selection: unexpected character {bad!r}")
+            what = "test" if option == "-k" else "case"
+            raise BadSelection(f"{option} {expression!r} is not a valid {what} selection: unexpected character {bad!r}")
         tokens.append(match.group(match.lastindex))
         position = match.end()
     return tokens

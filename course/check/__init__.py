@@ -19,6 +19,9 @@ from course.results import FAIL_STATUSES, CaseResult, CheckResult, EntryResult
 DEFAULT_TIMEOUT = 5.0
 # The whole check, however many tests time out: a learner waits at most this long for a verdict.
 DEFAULT_BUDGET = 120.0
+# No file the tests (and the code they run) write may grow past this, in MB (RLIMIT_FSIZE; `course
+# check --max-file-size`): a loop that writes without end fails its test instead of filling the disk.
+DEFAULT_MAX_FILE_MB = 64.0
 
 
 def default_build_dir() -> Path:
@@ -49,18 +52,23 @@ def run_check(
     origin: Path | None = None,
     mutant: Mutant | None = None,
     workers: int = 1,
+    stop: Callable[[], bool] | None = None,
+    max_file_mb: float | None = DEFAULT_MAX_FILE_MB,
 ) -> CheckResult:
     """Run the catalog (the tests `select` matches, with -k's syntax, and among them those in `only`)
     on the code in code_root. `cases` chooses cases by their ids, with the same syntax; `first` runs
     these tests before the others (failed-first); `stop_first` ends the run at the first failing
     case; `budget` bounds the whole run in seconds. Entries come back in catalog order whatever
-    order they ran in; `on_entry` sees each as soon as it is complete (an entry's cases arrive
-    together, so it is complete when the next begins). `scratch` is a folder for build products
+    order they ran in; `on_entry` sees each that ran as soon as its last case is in (in the run's
+    order: with `first`, those first). `scratch` is a folder for build products
     (removed by the caller); without it they go to the user's cache. `shuffle`, a seed, runs the
     cases in an order drawn from it instead (no `on_entry` then); `coverage` measures what of the
     code the catalog executed. `origin`: code_root is a changed copy of that folder (RunRequest.origin);
     `mutant`: the documented mutant that copy holds (RunRequest.mutant).
-    `workers`: how many test processes may share the run (where the language splits runs)."""
+    `workers`: how many test processes may share the run (where the language splits runs).
+    `stop`: asked often while the run goes on; once it answers True the run is given up, its workers
+    stopped, and course.runner.Abandoned raised (course watch, when the learner saves again).
+    `max_file_mb`: no file the test processes write may grow past it (None: no limit of ours)."""
     chapter = chapter.for_track(track)  # the entries this track runs
     if track.tests_at is None:
         content.require(track.tests)  # an install without this track's catalog: say so, fail no test
@@ -77,35 +85,35 @@ def run_check(
     if only is not None:
         chosen = [name for name in chosen if name in only]
     if cases:
-        selection.parse(cases)  # a malformed expression is a usage error before anything runs
+        selection.parse(cases, "--case")  # a malformed expression is a usage error before anything runs
     order = [n for n in chosen if n in first] + [n for n in chosen if n not in first]
-    pending: list[EntryResult] = []
+    told: set[str] = set()  # the entries on_entry has seen
 
     def on_case(case: CaseResult) -> None:
-        entry = entries[case.entry]
-        if pending and pending[-1] is not entry:
-            if on_entry:
-                on_entry(pending[-1])
-        if not pending or pending[-1] is not entry:
-            pending.append(entry)
-        entry.cases.append(case)
+        entries[case.entry].cases.append(case)
         if stop_first and case.status in FAIL_STATUSES:
+            tell(case.entry)  # the run ends here: the failing test is shown as it is
             raise _StopFirst
+
+    def tell(name: str) -> None:
+        """on_entry, once for each test that ran: as soon as its last case is in."""
+        if on_entry and name not in told and entries[name].cases:
+            told.add(name)
+            on_entry(entries[name])
 
     started = time.perf_counter()
     request = RunRequest(track=track, code_root=code_root, tests=tuple(order), timeout=timeout,
                          build_dir=scratch or default_build_dir(), shuffle=shuffle, coverage=coverage,
-                         budget=budget, cases=cases, origin=origin, mutant=mutant, workers=workers)
+                         budget=budget, cases=cases, origin=origin, mutant=mutant, workers=workers,
+                         max_file_bytes=int(max_file_mb * 2**20) if max_file_mb else None)
     stopped = False
     try:
-        outcome = runner.run(adapter, request, on_case=on_case)
+        outcome = runner.run(adapter, request, on_case=on_case, stop=stop, on_test=tell)
     except _StopFirst:
         outcome, stopped = None, True
     problem = outcome.problem if outcome else ""
     if cases and not any(e.cases for e in entries.values()) and not problem:
         raise BadSelection(f"no case of the chosen tests matches --case {cases!r}")
-    if pending and on_entry and not problem:
-        on_entry(pending[-1])
     ran = [entries[name] for name in chosen]
     not_run: list[EntryResult] = []
     if cases or stopped or (outcome and outcome.out_of_time):

@@ -28,6 +28,18 @@ def echo(message: str = "", *, err: bool = False) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), (sys.stderr if err else sys.stdout).fileno())
 
 
+def paged(text: str, *, pager: bool = True) -> None:
+    """Long text: through the learner's pager ($PAGER, else less) when output is a terminal and the
+    text does not fit on one screen; printed as it is otherwise."""
+    import shutil
+
+    lines = text.count("\n") + 1
+    if pager and sys.stdout.isatty() and sys.stdin.isatty() and lines > shutil.get_terminal_size((80, 24)).lines - 1:
+        click.echo_via_pager(text + "\n", color=color())
+        return
+    echo(text)
+
+
 class ChapterParam(click.ParamType):
     """A chapter id, in any forgiving spelling ('ag01', 'AG-01', 'ag.01'), loaded as its Chapter.
     An unknown id is the harness's own UnknownChapter: one line that lists the chapters, exit 2."""
@@ -38,6 +50,52 @@ class ChapterParam(click.ParamType):
         from course import chapters
 
         return value if not isinstance(value, str) else chapters.get(value)
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+        """The chapters' ids (shell completion: `eval "$(_COURSE_COMPLETE=bash_source course)"`)."""
+        from click.shell_completion import CompletionItem
+
+        from course import chapters
+
+        try:
+            known = chapters.load_all()
+        except Exception:  # noqa: BLE001 - completion offers what it can, and never fails
+            return []
+        return [CompletionItem(c.id, help=c.title) for c in known if c.id.startswith(incomplete.lower())]
+
+
+def _is_chapter(word: str) -> bool:
+    from course import chapters
+    from course.errors import UnknownChapter
+
+    try:
+        chapters.get(word)
+    except UnknownChapter:
+        return False
+    return True
+
+
+def complete_tests(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+    """Shell completion of a test's name (-k, --pdb, hint): the catalog of the chapter named on the
+    command line, else of the current one, in its track's language."""
+    from click.shell_completion import CompletionItem
+
+    try:
+        from course import languages
+
+        named = ctx.params.get("chapter")
+        if named is None:  # an option waiting for its value leaves the words before it unparsed
+            named = next((word for word in ctx.args if _is_chapter(word)), None)
+        chapter = any_chapter(CHAPTER.convert(named, None, ctx) if named else None)
+        language = ctx.params.get("language") if ctx.params.get("reference") else None
+        language = track_language(chapter, language)
+        adapter = languages.get(language)
+        if language in chapter.tracks:
+            chapter = chapter.for_track(chapter.track(language))
+        names = [adapter.test_name(e.name) for e in chapter.catalog]
+    except Exception:  # noqa: BLE001 - completion offers what it can, and never fails
+        return []
+    return [CompletionItem(name) for name in names if name.startswith(incomplete)]
 
 
 CHAPTER = ChapterParam()
@@ -125,6 +183,12 @@ def timeout_options(command):  # noqa: ANN001, ANN202
     return click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
                         help="Seconds each test may take; once a case times out, the test's other "
                              "cases are not run [default: 5].")(command)
+
+
+def write_limit_option(command):  # noqa: ANN001, ANN202
+    return click.option("--max-file-size", "max_file_mb", type=click.FloatRange(min=0.001), default=None, metavar="MB",
+                        help="No file the tests (and your code under them) write may grow past this; a write "
+                             "past it fails its test [default: 64].")(command)
 
 
 def record_check(repo, chapter_id: str, result, files_before: str, *, partial: bool) -> None:  # noqa: ANN001

@@ -19,7 +19,7 @@ What a catalog needs from the harness reaches it through the environment, the sa
 language: request.env, given to the test process as it is (course.environment names the variables).
 
 Below the events: Adapter, what every language implements, and the optional capabilities only some
-offer (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration), which an adapter declares in
+offer (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration, Foreground), which an adapter declares in
 `capabilities` and a command asks for with course.languages.capability. course.languages.scripted
 is the smallest adapter that keeps the contract; contract_problems says what one lacks.
 """
@@ -63,6 +63,10 @@ class RunRequest:
     # the documented mutant code_root holds (origin with this mutant applied, nothing else), or None
     # for code that is not one: an adapter that builds many mutants at once is told which this is
     mutant: Optional[Mutant] = None
+    # no file the test processes write may grow past this many bytes (course.processes.limit_file_size,
+    # set in each test process as its run starts; a write past it fails, and the case says so with
+    # processes.file_too_large); None: no limit of the harness's own
+    max_file_bytes: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -277,12 +281,28 @@ class Demonstration(Protocol):
     """`course run`: the chapter's demonstration program (the track's `run:` script) on the code under test."""
 
     def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str],
-                   *, timeout: float) -> int:
-        """Run the script on the code in code_root with `args` and the run's `env`; its exit code.
-        CodeProblem when the code cannot run at all (it does not compile), or runs past `timeout`."""
+                   *, timeout: float, whole_errors: bool = False) -> int:
+        """Run the script on the code in code_root with `args` (already checked against the chapter's
+        `demonstration:` options) and the run's `env`; its exit code. CodeProblem when the code
+        cannot run at all (it does not compile), or runs past `timeout`. What ends the program with
+        an error (a traceback, a panic) is one line saying what and where in the learner's code,
+        unless `whole_errors` (`course run --traceback`)."""
 
 
-CAPABILITIES: tuple[type, ...] = (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration)
+@runtime_checkable
+class Foreground(Protocol):
+    """`course check -s` and `course check --pdb TEST`: one catalog test with the learner's terminal
+    attached, to debug it (its prints as they happen, the language's debugger, input())."""
+
+    def run_foreground(self, track: Track, code_root: Path, test: str, env: Mapping[str, str], *,
+                       debugger: bool) -> int:
+        """Run catalog entry `test` alone on the code in code_root with the run's `env`, in the
+        foreground (course.processes.foreground: the terminal's, no time limit); its exit code, 0
+        when it passed. With `debugger`, under the language's debugger where the harness can start
+        one; where it cannot, print the commands that do, to run by hand, and return 0."""
+
+
+CAPABILITIES: tuple[type, ...] = (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration, Foreground)
 
 
 def contract_problems(adapter: object) -> list[str]:

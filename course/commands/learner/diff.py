@@ -27,8 +27,15 @@ def diff(chapter: Any, force: bool, everything: bool) -> None:
     if not force:
         if not state.passed:
             raise Refused(f"the reference is shown once `course check {chapter.id}` passes; it has not passed yet")
-        if fingerprint(repo.root, track.files) != state.passed_fingerprint:
-            raise Refused(f"your files are not the ones that passed `course check {chapter.id}`; run it again first")
+        now = fingerprint(repo.root, track.files)
+        if now != state.passed_fingerprint:
+            last = state.last_check
+            if last.get("fingerprint") == now and last.get("passed") != last.get("total"):
+                raise Refused(f"your files changed since they passed, and `course check {chapter.id}` fails on them "
+                              f"now ({last.get('passed')} of {last.get('total')} passing): the reference is shown "
+                              "again once they pass")
+            raise Refused(f"your files changed since they passed `course check {chapter.id}`, and have not been "
+                          "checked since: run it again first")
     blind = None if everything else languages.capability(languages.get(track.language), CommentBlindDiff)
     commentary = blind.commentary_lines if blind is not None else None
     summary = diff_files(repo.root, content.require(track.reference), track.files, echo=echo, color=color(), commentary=commentary)

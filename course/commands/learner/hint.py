@@ -6,12 +6,12 @@ from typing import Any
 
 import click
 
-from course.commands.shared import CHAPTER, catalog_entry, echo, learner_chapter
+from course.commands.shared import CHAPTER, catalog_entry, complete_tests, echo, learner_chapter
 from course.errors import UsageError
 
 
 @click.command()
-@click.argument("test", required=False)
+@click.argument("test", required=False, shell_complete=complete_tests)
 @click.option("--chapter", "chapter", metavar="CHAPTER", type=CHAPTER, help="The chapter (default: the current one).")
 def hint(test: str | None, chapter: Any) -> None:
     """The next hint for TEST (default: the first test that failed in your last check).

@@ -12,7 +12,8 @@ from course.errors import UsageError
 
 
 @click.command()
-@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path),
+                shell_complete=lambda ctx, param, incomplete: _complete_files(ctx, incomplete))
 @click.option("--all", "everything", is_flag=True, help="Every file of the chapter.")
 @click.option("--chapter", "chapter", metavar="CHAPTER", type=CHAPTER, help="The chapter (default: the current one).")
 def reset(files: tuple[Path, ...], everything: bool, chapter: Any) -> None:
@@ -52,3 +53,18 @@ def _chapter_file(root: Path, track, given: Path) -> str:  # noqa: ANN001
     if name not in track.files:
         raise UsageError(f"{given} is not one of chapter {track.chapter_id}'s files: {', '.join(track.files)}")
     return name
+
+
+def _complete_files(ctx: click.Context, incomplete: str) -> list:
+    """Shell completion of FILE: the chapter's files, as paths from the current folder."""
+    import os
+
+    from click.shell_completion import CompletionItem
+
+    try:
+        target = learner_chapter(ctx.params.get("chapter"))
+        here = Path.cwd()
+        names = [os.path.relpath(target.repo.root / name, here) for name in target.track.files]
+    except Exception:  # noqa: BLE001 - completion offers what it can, and never fails
+        return []
+    return [CompletionItem(name) for name in names if name.startswith(incomplete)]

@@ -9,6 +9,7 @@ _test.go files of their module, overlaid on the reference the same way and named
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -18,12 +19,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Mapping
 
-from course import processes
+from course import cache, processes
 from course.chapters import Track
 from course.errors import CodeProblem, UsageError
-from course.languages.go import build, coverage, gremlins, toolchain
+from course.languages.go import build, coverage, gremlins, panics, toolchain
 from course.languages.go.worker import Done, Worker
-from course.languages.protocol import BroadMutation, CommentBlindDiff, Demonstration, LearnerTests, Prepared, RunRequest
+from course.languages.protocol import (
+    BroadMutation,
+    CommentBlindDiff,
+    Demonstration,
+    Foreground,
+    LearnerTests,
+    Prepared,
+    RunRequest,
+)
 from course.results import FileCoverage
 
 # Go keeps initialisms upper case in names (golint's list): api_error -> APIError, sse_spec -> SSESpec
@@ -40,9 +49,10 @@ class GoAdapter:
 
     def __init__(self) -> None:
         # every optional capability of the protocol: learners' own tests (selftest), gremlins' broad
-        # score, a diff blind to comments, the chapters' demonstrations
+        # score, a diff blind to comments, the chapters' demonstrations, a test run with the terminal
+        # attached (check -s; for --pdb, the commands that start Delve)
         self.capabilities = {LearnerTests: self, BroadMutation: gremlins.Gremlins(), CommentBlindDiff: self,
-                             Demonstration: self}
+                             Demonstration: self, Foreground: self}
 
     def test_name(self, entry: str) -> str:
         """'api_error_not_retried' -> 'TestAPIErrorNotRetried'. A learner's own test is named by its
@@ -99,7 +109,7 @@ class GoAdapter:
                 shown = (built.compiled_in, request.origin or request.code_root)
                 return Worker(binary, built.module_root / package, *shown, chosen,
                               {**self._env(request), **built.env}, timeout=request.timeout, shuffle=request.shuffle,
-                              cover_profile=cover)
+                              cover_profile=cover, max_file_bytes=request.max_file_bytes)
         return Done()
 
     def _env(self, request: RunRequest) -> dict[str, str]:
@@ -166,14 +176,60 @@ class GoAdapter:
     def exclusion_problems(self, track: Track) -> list[str]:
         return []  # Go has no way to leave lines out of its coverage
 
+    def run_foreground(self, track: Track, code_root: Path, test: str, env: Mapping[str, str], *,
+                       debugger: bool) -> int:
+        """`go test -run` on the one test, verbose, with the terminal attached and no time limit.
+        The catalog reaches the module through an overlay file kept in the user's cache, so the same
+        commands work by hand: with `debugger`, they are printed (Delve's `dlv test` and `go test
+        -run`), since a debugger is best driven from the learner's own terminal or editor."""
+        name = self.test_name(test)
+        package = build.test_functions(track.tests).get(name, ("", ""))[0]
+        if not package:
+            raise CodeProblem(f"no test file of the catalog defines {name}")
+        module = build.module_root(track, code_root).resolve()
+        if not (module / "go.mod").is_file():
+            raise CodeProblem(f"{module / 'go.mod'} is missing: the Go track's code is a module (`course start` writes it)")
+        overlay = cache.folder() / "go-debug" / f"{track.chapter_id}.overlay.json"
+        overlay.parent.mkdir(parents=True, exist_ok=True)
+        overlay.write_text(json.dumps({"Replace": build.overlay_of(track.tests.resolve(), module)}), encoding="utf-8")
+        run = f"^{name}$"
+        go_test = ["go", "test", "-count=1", "-v", "-overlay", str(overlay), "-run", run, f"./{package}"]
+        if debugger:
+            self._by_hand(track, module, env, name, package, overlay, go_test)
+            return 0
+        return processes.foreground([toolchain.find().go, *go_test[1:]], cwd=module, env=toolchain.environment(dict(env)))
+
+    @staticmethod
+    def _by_hand(track: Track, module: Path, env: Mapping[str, str], name: str, package: str, overlay: Path,
+                 go_test: list[str]) -> None:
+        """The commands that debug the test from the learner's terminal, each ready to paste."""
+        import shlex
+
+        from course.environment import FAKE_MODEL_VAR, FIXTURES_VAR
+
+        variables = f"{FIXTURES_VAR}={shlex.quote(env[FIXTURES_VAR])} COURSE_SCRATCH=$(mktemp -d)"
+        say = print
+        say(f"Go has no debugger the harness can hand you; in your terminal, in {module}:")
+        if FAKE_MODEL_VAR in env:
+            say("  first, in another terminal, the fake model the test talks to:  course fake-model --port 8088")
+            variables += f" {FAKE_MODEL_VAR}=http://127.0.0.1:8088/v1"
+        say("  with Delve (go install github.com/go-delve/delve/cmd/dlv@latest):")
+        say(f"    {variables} dlv test ./{package} --build-flags={shlex.quote('-overlay=' + str(overlay))} "
+            f"-- -test.run {shlex.quote('^' + name + '$')} -test.v")
+        say("  or the test alone, verbose, its prints as they happen (what `course check -s` runs):")
+        say(f"    {variables} {shlex.join(go_test)}")
+
     def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str],
-                   *, timeout: float) -> int:
+                   *, timeout: float, whole_errors: bool = False) -> int:
         """Build the chapter's program (a main package beside the catalog) into the learner's module
-        and run it there: a compile error is one problem at the learner's file:line."""
+        and run it there: a compile error is one problem at the learner's file:line, a panic one line
+        (course.languages.go.panics), unless `whole_errors`."""
         with tempfile.TemporaryDirectory(prefix="course-go-run-") as folder:
             environment = toolchain.environment(dict(env))
             binary, problem = build.build_program(track, code_root, script, Path(folder), env=environment)
             if problem:
                 raise CodeProblem(problem)
+            program = build.module_root(track, code_root) / script.parent.relative_to(track.tests)
+            errors = None if whole_errors else panics.Collapsed(code_root, track.chapter_id, program)
             return processes.run_bounded([str(binary), *args], cwd=code_root, env=environment, timeout=timeout,
-                                         what="the demonstration")
+                                         what="the demonstration", errors=errors)

@@ -31,6 +31,7 @@ _FRAME = re.compile(r"^\s+(/\S+\.go):(\d+)(?: \+0x[0-9a-f]+)?$")
 _FRAMING = ("=== RUN", "=== NAME", "=== PAUSE", "=== CONT", "--- FAIL", "--- PASS", "--- SKIP")
 _TEST_FRAME = re.compile(r"\.Test\w*(?:\.func\d+)*\(")
 _CRASH = ("panic: ", "fatal error: ")
+_TOO_LARGE = ": file too large"  # a write refused by the write limit (EFBIG), as Go's errors say it
 
 
 @dataclass
@@ -46,7 +47,7 @@ class _Test:
 class Worker:
     def __init__(self, binary: Path, package_dir: Path, module_root: Path, display_root: Path,
                  names: dict[str, str], env: dict[str, str], *, timeout: float, shuffle: int | None,
-                 cover_profile: str) -> None:
+                 cover_profile: str, max_file_bytes: int | None = None) -> None:
         self.names = names  # Go test name -> catalog name, the tests this process runs, in catalog order
         self.timeout = timeout  # seconds a case may take
         self.case, self.case_since = "", 0.0  # the case the runner was last told started, and when
@@ -67,9 +68,18 @@ class Worker:
         # The binary and its converter are both our children, so that both end with us however we
         # end (a binary started by test2json would outlive a SIGKILL of the harness).
         pact = processes.ends_with_us()
+        self.max_file_bytes = max_file_bytes
+        limit = processes.file_size_limiter(max_file_bytes)
+
+        def limited() -> None:  # in the test binary's process, before it runs: two system calls
+            if pact is not None:
+                pact()
+            limit()
+
         processes.admit()
         self.test = subprocess.Popen(args, cwd=package_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=pact)
+                                     stdin=subprocess.DEVNULL, start_new_session=True,
+                                     preexec_fn=pact if limit is None else limited)
         processes.register(self.test.pid)
         try:
             self.converter = subprocess.Popen([toolchain.find().test2json, "-t"], stdin=self.test.stdout,
@@ -225,6 +235,8 @@ class Worker:
     def _finish(self, key: str, status: str, output: list[str], elapsed: float) -> Iterator[Event]:
         text = "".join(output)
         message, where, test_line = summarize(text, self.module_root, self.display_root)
+        if status == FAIL and _TOO_LARGE in text:  # the write limit: the test's own words come after it
+            message = processes.file_too_large(self.max_file_bytes) + (f"\n{message}" if message else "")
         finished = CaseFinished(key=key, status=status, message=message if status == FAIL else "", where=where,
                                 test_line=test_line, details=_details(text) if status != PASS else "",
                                 failed_at=failed_at(text, test_line) if status == FAIL else "", duration=elapsed)

@@ -18,8 +18,16 @@ from typing import Mapping
 from course import content, processes
 from course.chapters import Fields, Track
 from course.errors import CodeProblem
-from course.languages.protocol import BroadMutation, CommentBlindDiff, Demonstration, LearnerTests, Prepared, RunRequest
-from course.languages.python import bytecode, handshake, imports, launch, measure, mutmut
+from course.languages.protocol import (
+    BroadMutation,
+    CommentBlindDiff,
+    Demonstration,
+    Foreground,
+    LearnerTests,
+    Prepared,
+    RunRequest,
+)
+from course.languages.python import bytecode, handshake, imports, launch, measure, mutmut, tracebacks
 from course.results import FileCoverage
 
 
@@ -34,9 +42,10 @@ class PythonAdapter:
 
     def __init__(self) -> None:
         # every optional capability of the protocol: learners' own tests (selftest), mutmut's broad
-        # score, a diff blind to comments and docstrings, the chapters' demonstrations
+        # score, a diff blind to comments and docstrings, the chapters' demonstrations, a test run
+        # with the terminal attached (check -s, --pdb)
         self.capabilities = {LearnerTests: self, BroadMutation: mutmut.Mutmut(), CommentBlindDiff: self,
-                             Demonstration: self}
+                             Demonstration: self, Foreground: self}
 
     def test_name(self, entry: str) -> str:
         return f"test_{entry}"
@@ -155,6 +164,7 @@ class PythonAdapter:
             "skip": sorted(skip),
             "env": dict(request.env),
             "shuffle": request.shuffle,
+            "max_file_bytes": request.max_file_bytes,
             "coverage": measure.asked(request.coverage_dir, request.code_root.resolve(), request.track.files)
             if request.coverage_dir else None,
         }
@@ -187,14 +197,39 @@ class PythonAdapter:
                 for problem in measure.unexplained_exclusions(track.reference / name, name)]
 
     def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str],
-                   *, timeout: float) -> int:
+                   *, timeout: float, whole_errors: bool = False) -> int:
+        """The script run by this interpreter on the code in code_root; a traceback it writes is one
+        line (course.languages.python.tracebacks), unless `whole_errors`."""
         problem = self._compile_problem(track, code_root)
         if problem:
             raise CodeProblem(problem)
         env = {**os.environ, **env, "PYTHONDONTWRITEBYTECODE": "1",
                "PYTHONPATH": os.pathsep.join([str(code_root), str(content.HARNESS_ROOT)])}
+        errors = None if whole_errors else tracebacks.Collapsed(code_root, track.chapter_id)
         return processes.run_bounded([sys.executable, str(script), *args], cwd=code_root, env=env,
-                                     timeout=timeout, what="the demonstration")
+                                     timeout=timeout, what="the demonstration", errors=errors)
+
+    def run_foreground(self, track: Track, code_root: Path, test: str, env: Mapping[str, str], *,
+                       debugger: bool) -> int:
+        """pytest on the one test, in a process of its own with the terminal attached: no capture
+        (prints as they happen, input() and breakpoint() work), no time limit, pytest's own report;
+        with `debugger`, pdb at the failure (--pdb). Nothing compiled is written beside the code."""
+        problem = self._compile_problem(track, code_root)
+        if problem:
+            raise CodeProblem(problem)
+        name = self.test_name(test)
+        path = next((p for p in sorted(track.tests.glob("test_*.py"))
+                     if any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name
+                            for node in ast.parse(p.read_text(encoding="utf-8")).body)), None)
+        if path is None:
+            raise CodeProblem(f"no test file of the catalog defines {name}")
+        tests_dir = str(track.tests.resolve())
+        env = {**os.environ, **env, "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+               "PYTHONPATH": os.pathsep.join([str(code_root.resolve()), str(content.HARNESS_ROOT)])}
+        command = [sys.executable, "-m", "pytest", f"{path.resolve()}::{name}", "-s", "-p", "no:cacheprovider",
+                   "--rootdir", tests_dir, "-c", os.devnull, "--confcutdir", tests_dir, "--assert=plain",
+                   "-W", "ignore::pytest.PytestCollectionWarning", *(["--pdb"] if debugger else [])]
+        return processes.foreground(command, cwd=code_root, env=env)
 
     def catalog_problems(self, track: Track) -> list[str]:
         """A malformed `modules` field, and asserts without a message: the worker runs pytest with

@@ -10,6 +10,7 @@ a test that kills the interpreter leaves behind exactly the events written befor
 
 from __future__ import annotations
 
+import errno
 import gc
 import os
 import signal
@@ -96,7 +97,12 @@ def details(exc: BaseException, tests_root: str) -> str:
     return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__)).rstrip()
 
 
-def short_message(exc: BaseException, limit: int = 12) -> str:
+def short_message(exc: BaseException, limit: int = 12, *, write_limit: int | None = None, test: str = "") -> str:
+    if _too_large(exc):  # the write limit (processes.limit_file_size), wherever the failing write was
+        return processes.file_too_large(write_limit)
+    if isinstance(exc, OSError) and _READS_TERMINAL in str(exc):  # input(), breakpoint(), pdb.set_trace()
+        return ("it read from the terminal (input(), breakpoint()), which a check does not give: "
+                f"`course check --pdb {test or 'TEST'}` runs it alone with your terminal")
     if isinstance(exc, (AssertionError, TestTimeout)):
         text = str(exc) or "assertion failed"
     elif isinstance(exc, NotImplementedError):
@@ -107,6 +113,20 @@ def short_message(exc: BaseException, limit: int = 12) -> str:
         text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     lines = text.splitlines()
     return "\n".join(lines[:limit] + (["..."] if len(lines) > limit else []))
+
+
+# What pytest's captured stdin says when read (its advice, -s, is an option of pytest's, not of check's).
+_READS_TERMINAL = "reading from stdin while output is captured"
+
+
+def _too_large(exc: BaseException | None) -> bool:
+    """Whether the exception, or one it was raised from or during, is a write refused for its size."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
 
 
 def classify(exc: BaseException, when: str) -> Status:
@@ -133,6 +153,17 @@ def shuffled_rank(seed: int, nodeid: str) -> bytes:
 
 
 MAX_OUTPUT = 20_000  # characters of a test's printed output kept
+
+
+def kept_output(printed: str) -> str:
+    """What is kept of a test's printed output: all of it, or its last MAX_OUTPUT characters (from
+    the start of a line) after a line saying how much came before."""
+    if len(printed) <= MAX_OUTPUT:
+        return printed
+    tail = printed[-MAX_OUTPUT:]
+    tail = tail[tail.find("\n") + 1:] if "\n" in tail[:-1] else tail
+    return (f"[the first {len(printed) - len(tail):,} characters this test printed are left out; "
+            f"its last {len(tail):,} follow]\n{tail}")
 
 
 class CatalogPlugin:
@@ -174,6 +205,8 @@ class CatalogPlugin:
         self.shuffle = spec.get("shuffle")  # a seed: run the cases in an order drawn from it
         self.skip = set(spec.get("skip", ()))
         self.timeout = float(spec["timeout"])
+        self.max_file_bytes = spec.get("max_file_bytes")
+        processes.limit_file_size(self.max_file_bytes)  # before any code of the learner's runs
         if early:  # the harness's own mistake; a run on code imported before its save could lie
             self.events.send(Problem(f"internal error: {early[0]} was imported before the run started"))
             _end()
@@ -185,7 +218,7 @@ class CatalogPlugin:
         os.environ.update(spec["env"])  # what the catalog needs from the harness (COURSE_FIXTURES, ...)
         self.measure = _start_coverage(spec.get("coverage"))
         with timer(self.timeout, f"took longer than {self.timeout:g} s"):
-            problem = import_modules(self.modules, self.code_root)
+            problem = import_modules(self.modules, self.code_root, self.max_file_bytes)
         if problem:
             _save_coverage(self.measure)
             self.events.send(Problem(problem))
@@ -264,7 +297,8 @@ class CatalogPlugin:
         where, test_line = locate(entries, self.code_root, self.tests_root)
         self.current.update(
             status=classify(exc, call.when) if exc is not None else Status.ERROR,
-            message=short_message(exc) if exc is not None else str(report.longrepr)[:500],
+            message=short_message(exc, write_limit=self.max_file_bytes, test=report.nodeid.split("::")[-1].split("[")[0])
+            if exc is not None else str(report.longrepr)[:500],
             where=where,
             test_line=test_line,
             details=details(exc, self.tests_root) if exc is not None else str(report.longrepr),
@@ -273,8 +307,8 @@ class CatalogPlugin:
 
     def pytest_runtest_logreport(self, report) -> None:  # noqa: ANN001
         if report.when == "call" and report.capstdout:
-            # the last lines, whole: the report counts them, -v shows them
-            self.current["output"] = report.capstdout[-MAX_OUTPUT:]
+            # the last lines, whole: the report counts them, -v shows them, saying what was left out
+            self.current["output"] = kept_output(report.capstdout)
 
     def pytest_runtest_logfinish(self, nodeid, location) -> None:  # noqa: ANN001
         now = time.perf_counter()
@@ -283,7 +317,7 @@ class CatalogPlugin:
         self.events.send(CaseFinished(**self.current))
 
 
-def import_modules(modules: list[str], code_root: str) -> str:
+def import_modules(modules: list[str], code_root: str, write_limit: int | None = None) -> str:
     """Import the learner's modules; the first failure as one readable line, or ''."""
     import importlib
 
@@ -303,15 +337,25 @@ def import_modules(modules: list[str], code_root: str) -> str:
                 return f"{path} is missing (importing {name}); `course start` writes missing stubs again"
             return _import_failure(name, exc, code_root)
         except BaseException as exc:  # noqa: BLE001 - whatever the import raised is the learner's message
+            if _too_large(exc):
+                return _import_failure(name, exc, code_root, processes.file_too_large(write_limit))
             return _import_failure(name, exc, code_root)
     return ""
 
 
-def _import_failure(name: str, exc: BaseException, code_root: str) -> str:
+def _import_failure(name: str, exc: BaseException, code_root: str, said: str = "") -> str:
+    """One line for an import that failed: where in the learner's code, and what. The module named
+    is the one the failing line belongs to; the one the harness was importing is said after it when
+    that is another (its import ran the other's code)."""
     frames = [(f.filename, f.lineno or 0) for f in traceback.extract_tb(exc.__traceback__)]
     where, _ = locate(frames, os.path.realpath(code_root), "")
-    head = f"{where}: " if where else ""
-    return f"{head}importing {name} failed: {type(exc).__name__}: {exc}"
+    what = said or f"{type(exc).__name__}: {exc}"
+    if not where:
+        return f"importing {name} failed: {what}"
+    failing = where.rsplit(":", 1)[0].removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+    if failing == name:
+        return f"{where}: importing {name} failed: {what}"
+    return f"{where}: {what} (in {failing}, run as {name} was imported)"
 
 
 # pytest's plugins that a catalog run does not use: without them each test costs about half as much.

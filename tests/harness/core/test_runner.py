@@ -201,3 +201,58 @@ def test_the_catalog_gets_fixtures_and_a_scratch_folder_through_the_environment(
 ])
 def test_events_cross_a_pipe_unchanged(event) -> None:  # noqa: ANN001
     assert decode(encode(event)) == event
+
+
+class _Stuck:
+    """A worker inside a test that never ends: it says nothing, waiting as a real one does, until killed."""
+
+    def __init__(self, cases: list[CaseId]) -> None:
+        self.events = [Collected(tuple(cases)), CaseStarted(cases[0].key)]
+        self.killed = False
+
+    def next_event(self, deadline):  # noqa: ANN001, ANN201
+        import time
+
+        if self.events:
+            return self.events.pop(0)
+        time.sleep(max(0.0, deadline - time.monotonic()))
+        raise TimeoutError
+
+    def kill(self) -> None:
+        self.killed = True
+
+    def close(self) -> Ended:
+        return Ended(-9)
+
+
+def test_a_run_asked_to_stop_is_given_up_its_worker_killed(tmp_path: Path) -> None:
+    import time
+
+    stuck: list[_Stuck] = []
+
+    class Adapter(ScriptedAdapter):
+        def start(self, request, prepared, skip):  # noqa: ANN001, ANN201
+            stuck.append(_Stuck([CaseId("t::a", "a")]))
+            return stuck[-1]
+
+    asked: list[float] = []
+    began = time.monotonic()
+
+    def stop() -> bool:
+        asked.append(time.monotonic())
+        return time.monotonic() - began > 0.3
+
+    slow = RunRequest(track=Track(chapter_id="none", language="scripted", files=()), code_root=tmp_path,
+                      tests=("a",), timeout=30.0, build_dir=tmp_path)
+    with pytest.raises(runner.Abandoned):
+        runner.run(Adapter(), slow, stop=stop)
+    assert stuck and stuck[0].killed, "the worker of a run given up is killed"
+    assert time.monotonic() - began < 20, "given up long before the test's 30 s deadline"
+    assert len(asked) >= 3, "asked again and again while the test ran, not only at its deadline"
+
+
+def test_a_run_asked_to_stop_before_it_starts_starts_no_worker(tmp_path: Path) -> None:
+    adapter = scripted([])
+    with pytest.raises(runner.Abandoned):
+        runner.run(adapter, request(tmp_path), stop=lambda: True)
+    assert adapter.skips == [], "no worker started for a run given up before its code was prepared"

@@ -220,3 +220,91 @@ def test_a_second_track_of_a_started_chapter_needs_its_own_repository(course, le
     assert ran.code == 2 and "started here in its python track" in ran.err and len(ran.err.strip().splitlines()) == 1, ran.err
     assert sorted(p.relative_to(learner) for p in learner.rglob("*")) == before, "nothing written"
     assert (learner / ".course.json").read_bytes() == state, "the python track's progress is kept as it was"
+
+
+# -- the write limit: a runaway loop writing into the repository ------------------------------------------
+
+RUNAWAY = ("def _runaway():\n    with open('runaway.log', 'w') as log:\n        while True:\n"
+           "            log.write('x' * 65536)\n")
+
+
+def test_a_test_that_writes_without_end_is_stopped_at_the_write_limit(syn, learner: Path, content: Path) -> None:
+    calc = started_with_reference(syn, learner, content)
+    calc.write_text(calc.read_text().replace('    """The sum of a and b."""\n', '    """The sum of a and b."""\n    _runaway()\n')
+                    + "\n\n" + RUNAWAY)
+    ran = syn("check", "-k", "test_add and not cases", "--max-file-size", "1", "--timeout", "60", cwd=learner)
+    assert ran.code == 1, ran.out + ran.err
+    assert "write limit (1 MB per file)" in ran.out and "--max-file-size MB" in ran.out, ran.out
+    assert (learner / "runaway.log").stat().st_size <= 2**20, "the file stopped growing at the limit"
+    assert "importing" not in ran.out, ran.out
+
+    (learner / "runaway.log").unlink()
+    ran = syn("check", "-k", "test_add and not cases", "--timeout", "60", cwd=learner)  # the default limit
+    assert ran.code == 1 and "write limit (64 MB per file)" in ran.out, ran.out
+    assert (learner / "runaway.log").stat().st_size <= 64 * 2**20
+
+
+def test_a_write_without_end_at_import_time_is_blamed_on_its_file_and_the_limit(syn, learner: Path, content: Path) -> None:
+    calc = started_with_reference(syn, learner, content)
+    (learner / "pkg" / "log.py").write_text(RUNAWAY + "\n\n_runaway()\n")
+    append(calc, "from pkg import log  # noqa: F401, E402\n")
+    ran = syn("check", "--max-file-size", "1", "--timeout", "60", cwd=learner)
+    assert ran.code == 1, ran.out + ran.err
+    problem = next(line for line in ran.out.splitlines() if "write limit" in line)
+    assert problem.strip().startswith(("pkg/log.py:2: a file it wrote reached the write limit (1 MB per file)",
+                                       "pkg/log.py:4: a file it wrote reached the write limit (1 MB per file)")), problem
+    assert "(in pkg.log, run as pkg.calc was imported)" in problem, problem
+
+
+def test_an_import_failure_names_the_module_whose_line_failed(syn, learner: Path, content: Path) -> None:
+    calc = started_with_reference(syn, learner, content)
+    (learner / "pkg" / "helper.py").write_text("VALUE = 1 / 0\n")
+    append(calc, "from pkg import helper  # noqa: F401, E402\n")
+    ran = syn("check", cwd=learner)
+    assert ran.code == 1
+    assert ("pkg/helper.py:1: ZeroDivisionError: division by zero (in pkg.helper, run as pkg.calc was imported)"
+            in ran.out), ran.out
+    assert "importing pkg.calc failed" not in ran.out, "the import that failed is helper's, not calc's"
+    append(calc, "VALUE = 1 / 0\n")
+    (learner / "pkg" / "helper.py").write_text("")
+    ran = syn("check", cwd=learner)
+    assert f"pkg/calc.py:{len(calc.read_text().splitlines())}: importing pkg.calc failed: ZeroDivisionError" in ran.out, ran.out
+
+
+def test_output_cut_to_its_last_part_says_so(syn, learner: Path, content: Path) -> None:
+    calc = started_with_reference(syn, learner, content)
+    calc.write_text(calc.read_text().replace('    """The sum of a and b."""\n',
+                                             '    """The sum of a and b."""\n    print(("line %05d " % 0) * 3000)\n'
+                                             '    for i in range(1, 2000):\n        print("line %05d" % i)\n'
+                                             '    return a - b\n'))
+    ran = syn("check", "-k", "test_add and not cases", "-v", cwd=learner)
+    assert ran.code == 1, ran.out
+    assert "characters this test printed are left out; its last" in ran.out, ran.out[-3000:]
+    assert "line 01999" in ran.out and "line 00001\n" not in ran.out, "the end is kept"
+
+
+def test_each_tests_line_is_shown_as_it_ends_even_when_nothing_passes(content: Path, learner: Path) -> None:
+    """A long check on failing code: the first tests' lines come while the slow ones still run
+    (they were once held back until something passed, so fresh stubs printed nothing until the end)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from conftest import REPO
+
+    calc = started_with_reference(None, learner, content)
+    calc.write_text(calc.read_text().replace("return a + b", "return a - b")
+                    .replace("    result = 0\n", "    __import__('time').sleep(4)\n    result = 1\n"))
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(REPO), "COURSE_CONTENT": str(content)}
+    began = time.monotonic()
+    process = subprocess.Popen([sys.executable, "-m", "course", "check", "--timeout", "30"], cwd=learner, env=env,
+                               stdout=subprocess.PIPE, text=True)
+    seen: dict[str, float] = {}
+    for line in process.stdout:
+        seen.setdefault(line.strip(), time.monotonic() - began)
+    ended = time.monotonic() - began
+    assert process.wait() == 1
+    first = seen.get("FAIL    test_add")
+    assert first is not None, seen
+    assert first < ended - 2.5, f"test_add's line came at {first:.1f} s, the check ended at {ended:.1f} s"

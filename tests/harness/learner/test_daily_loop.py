@@ -123,6 +123,11 @@ def test_k_matches_catalog_names_not_case_ids_and_case_selects_cases(course, lea
     cases = course("check", "-k", "sse_spec", "--case", "bom", cwd=learner)
     assert [n for _, n in verdict_lines(cases.out)] == ["test_sse_spec_edges"], cases.out
     assert "(1 of 1 cases)" not in cases.out and "leading_bom" in cases.out, cases.out
+    bad_case = course("check", "--case", "(bom or", cwd=learner)
+    assert bad_case.code == 2 and "--case '(bom or' is not a valid case selection" in bad_case.err, bad_case.err
+    assert "-k" not in bad_case.err, "the message names the option it was given to"
+    bad_case = course("check", "--case", "bom$", cwd=learner)
+    assert bad_case.code == 2 and bad_case.err.startswith("course: --case 'bom$'"), bad_case.err
     assert "-k EXPR" in course("check", "--help", cwd=learner).out
 
 

@@ -130,7 +130,8 @@ def test_panic_exit_and_hang_each_get_their_verdict(course, learner):
     edit(retry_go, "\tif err == nil || errors.Is(err, context.Canceled)", "\tif err == nil {\n\t\tos.Exit(0)\n\t}\n\tif errors.Is(err, context.Canceled)")
     edit(retry_go, 'import (\n', 'import (\n\t"os"\n')
     edit(retry_go, "\tp = p.withDefaults()\n\tvar apiErr", "\tp = p.withDefaults()\n\tfor n == 6 {\n\t}\n\tvar apiErr")
-    ran = course("check", "--timeout", "3", "--json", str(learner / "results.json"), cwd=learner, timeout=900)
+    # -v: every failure in full (without it, the first one only)
+    ran = course("check", "-v", "--timeout", "3", "--json", str(learner / "results.json"), cwd=learner, timeout=900)
     assert ran.code == 1, f"exit {ran.code}\n{ran.out}\n{ran.err}"
     assert "35 passed, 3 failed" in ran.out, ran.out
     lines = {line.split()[1]: line for line in ran.out.splitlines() if line.strip().startswith(("PASS", "FAIL", "ERROR", "TIMEOUT"))}

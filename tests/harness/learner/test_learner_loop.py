@@ -28,6 +28,28 @@ def verdict_lines(out: str) -> list[tuple[str, str]]:
     return rows
 
 
+def compact_shape(out: str, *, passing: int | None = None) -> int:
+    """`course check` without -v, at any stage: a line per test in catalog order, the first failure
+    in full, the summary, and the next step (which test, which section, `course hint`) last."""
+    rows = verdict_lines(out)
+    first = next(i for i, (status, _) in enumerate(rows) if status != "PASS")
+    assert [name for _, name in rows[:len(CATALOG)]] == CATALOG, f"a line per test, in catalog order: {rows}"
+    passed = sum(status == "PASS" for status, _ in rows[:len(CATALOG)])
+    assert passing is None or passed == passing, rows
+    passing = passed
+    assert len(rows) == len(CATALOG), "a line per test, no more"
+    failing = CATALOG[first]
+    entry = next(e for e in MANIFEST["catalog"] if f"test_{e['name']}" == failing)
+    section = entry["stated_in"][0]["section"].split()[0].rstrip(".")  # "3. A worked..." -> "3"
+    assert f"the first failure: {rows[first][0]} {failing} (section {section}" in out, out
+    lines = out.rstrip().splitlines()
+    assert lines[-2].startswith(f"{passing} passed, {len(CATALOG) - passing} failed"), lines[-2:]
+    assert lines[-1] == (f"next: make {failing} pass (section {section}: `course show {CHAPTER} {section}`); "
+                         "`course hint` gives a hint, `course check -v` shows every failure"), lines[-1]
+    assert len(lines) < len(CATALOG) + 20, f"compact: {len(lines)} lines for {len(CATALOG)} tests\n{out}"
+    return passing
+
+
 def test_start_writes_every_stub_and_records_the_chapter(course, learner: Path) -> None:
     ran = course("start", CHAPTER, cwd=learner)
     assert ran.code == 0, ran.err
@@ -46,10 +68,7 @@ def test_stubs_fail_every_test_then_the_reference_passes_and_diff_is_empty(cours
 
     on_stubs = course("check", cwd=sub, timeout=300)
     assert on_stubs.code == 1, on_stubs.out + on_stubs.err
-    section = MANIFEST["catalog"][0]["stated_in"][0]["section"].split()[0].rstrip(".")  # "3. A worked..." -> "3"
-    assert f"0 of {len(CATALOG)} passing: start with {CATALOG[0]} (section {section})" in on_stubs.out, on_stubs.out
-    rows = verdict_lines(on_stubs.out)
-    assert rows == [("FAIL", CATALOG[0])], f"fresh stubs: a summary and the first failure only, got {rows}"
+    compact_shape(on_stubs.out, passing=0)
     assert "not implemented yet" in on_stubs.out
     assert "Traceback" not in on_stubs.out + on_stubs.err
     assert f"0 passed, {len(CATALOG)} failed" in on_stubs.out
@@ -62,6 +81,14 @@ def test_stubs_fail_every_test_then_the_reference_passes_and_diff_is_empty(cours
     refused = course("diff", cwd=learner)
     assert refused.code == 1 and "has not passed yet" in refused.err
 
+    # one file written: some tests pass, and the output keeps its shape (it once grew to 183 lines
+    # of failures with the pointer to the next step gone)
+    copy_reference(CHAPTER, tmp_path / "reference")
+    for name in ("agent/provider/sse.py", "agent/types.py"):
+        (learner / name).write_text((tmp_path / "reference" / name).read_text())
+    halfway = course("check", cwd=sub, timeout=300)
+    assert halfway.code == 1 and compact_shape(halfway.out) > 0, halfway.out
+
     copy_reference(CHAPTER, learner)
     results, junit = tmp_path / "results.json", tmp_path / "junit.xml"
     passing = course("check", CHAPTER, "--json", str(results), "--junit-xml", str(junit), cwd=learner, timeout=300)
@@ -71,6 +98,8 @@ def test_stubs_fail_every_test_then_the_reference_passes_and_diff_is_empty(cours
     assert doc["version"] == 3 and doc["status"] == "pass"
     assert [t["name"] for t in doc["tests"]] == CATALOG
     assert all(t["status"] == "pass" and t["test_code"].startswith("def test_") for t in doc["tests"])
+    tasks = {e["name"]: e["task"] for e in MANIFEST["catalog"]}
+    assert [t["task_id"] for t in doc["tests"]] == [tasks[t["name"].removeprefix("test_")] for t in doc["tests"]]
     suite = ET.parse(junit).getroot()
     assert suite.get("tests") == str(len(CATALOG)) and suite.get("failures") == "0" and suite.get("errors") == "0"
 
@@ -79,7 +108,7 @@ def test_stubs_fail_every_test_then_the_reference_passes_and_diff_is_empty(cours
 
     (learner / "agent" / "types.py").write_text((learner / "agent" / "types.py").read_text() + "\n# my note\n")
     changed = course("diff", cwd=learner)
-    assert changed.code == 1 and "not the ones that passed" in changed.err
+    assert changed.code == 1 and "have not been checked since: run it again first" in changed.err, changed.err
     forced = course("diff", "--force", cwd=learner)
     assert forced.code == 0 and "-# my note" not in forced.out and "comments or docstrings only" in forced.out, forced.out
     everything = course("diff", "--force", "--all", cwd=learner)
@@ -87,6 +116,14 @@ def test_stubs_fail_every_test_then_the_reference_passes_and_diff_is_empty(cours
 
     listed = course("list", cwd=learner)
     assert "passed before, changed since" in listed.out, listed.out
+
+    # broken, then checked: diff says so, not "run it again"
+    types = learner / "agent" / "types.py"
+    types.write_text(types.read_text().replace("def collect(", "def collect_renamed("))
+    assert course("check", cwd=learner, timeout=300).code == 1
+    after = course("diff", cwd=learner)
+    assert after.code == 1 and "run it again" not in after.err, after.err
+    assert f"`course check {CHAPTER}` fails on them now" in after.err and "passing)" in after.err, after.err
 
 
 def test_start_again_leaves_the_learners_files_alone(course, learner: Path) -> None:
