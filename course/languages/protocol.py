@@ -19,7 +19,7 @@ What a catalog needs from the harness reaches it through the environment, the sa
 language: request.env, given to the test process as it is (course.environment names the variables).
 
 Below the events: Adapter, what every language implements, and the optional capabilities only some
-offer (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration), which an adapter declares in
+offer (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration, Outline), which an adapter declares in
 `capabilities` and a command asks for with course.languages.capability. course.languages.scripted
 is the smallest adapter that keeps the contract; contract_problems says what one lacks.
 """
@@ -110,6 +110,10 @@ class CaseFinished:
     failed_at: str = ""  # which check failed, and how ('test_x.py:41 AssertionError'): kill signatures
     output: str = ""  # what the test printed
     duration: float = 0.0
+    # the learner's code the failure came through, outermost first: each frame of the exception or
+    # panic in the learner's files, 'agent/provider/sse.py:88' (relative to the code's root); none
+    # for a failed assert of the test's own, nor for a timeout (where a timer fires is chance)
+    frames: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,7 @@ def decode(data: bytes) -> Event:
         return Collected(tuple(CaseId(**c) for c in raw["cases"]), raw.get("starts_said", True))
     if kind is CaseFinished:
         raw["status"] = Status(raw["status"])
+        raw["frames"] = tuple(raw.get("frames", ()))
     return kind(**raw)
 
 
@@ -282,7 +287,27 @@ class Demonstration(Protocol):
         CodeProblem when the code cannot run at all (it does not compile), or runs past `timeout`."""
 
 
-CAPABILITIES: tuple[type, ...] = (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration)
+@dataclass(frozen=True)
+class Function:
+    """A function or method a source file defines, as a learner reads its name."""
+
+    name: str  # 'Decoder.decode', 'run_loop'; in Go 'EventReader.Next' (the receiver's type, no *)
+    first: int  # its first line (1-based)
+    last: int  # its last line
+
+
+@runtime_checkable
+class Outline(Protocol):
+    """The pitfall hints' places: the functions of a source file with their lines, so that a failure's
+    frame (file:line) or a documented mutant's change is placed in a function by its name."""
+
+    def functions(self, source: str) -> list[Function]:
+        """The functions and methods `source` defines, in source order: those at the top level and
+        those of its classes or types, a function nested in another counting as part of it; [] when
+        the source cannot be read."""
+
+
+CAPABILITIES: tuple[type, ...] = (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration, Outline)
 
 
 def contract_problems(adapter: object) -> list[str]:

@@ -61,7 +61,7 @@ def watch(chapter: Any, timeout: float | None, budget: float | None, poll: bool)
             else:
                 first = next(e for e in result.entries if e.status != PASS)
                 report.show(first)
-                hint = diagnose(chapter, track, result)
+                hint = diagnose(chapter, track, result, repo.root)
                 echo("")
                 echo(click.style("hint: ", fg="cyan", bold=True)
                      + (hint or f"`course hint` for {first.test_name}, `course check -v` for every failure"))

@@ -21,9 +21,10 @@ from typing import Mapping
 from course import processes
 from course.chapters import Track
 from course.errors import CodeProblem, UsageError
-from course.languages.go import build, coverage, gremlins, toolchain
+from course.languages.go import build, coverage, gremlins, outline, toolchain
 from course.languages.go.worker import Done, Worker
-from course.languages.protocol import BroadMutation, CommentBlindDiff, Demonstration, LearnerTests, Prepared, RunRequest
+from course.languages.protocol import (BroadMutation, CommentBlindDiff, Demonstration, Function, LearnerTests, Outline,
+                                       Prepared, RunRequest)
 from course.results import FileCoverage
 
 # Go keeps initialisms upper case in names (golint's list): api_error -> APIError, sse_spec -> SSESpec
@@ -40,9 +41,10 @@ class GoAdapter:
 
     def __init__(self) -> None:
         # every optional capability of the protocol: learners' own tests (selftest), gremlins' broad
-        # score, a diff blind to comments, the chapters' demonstrations
+        # score, a diff blind to comments, the chapters' demonstrations, the outline of a file's
+        # functions (the pitfall hints' places)
         self.capabilities = {LearnerTests: self, BroadMutation: gremlins.Gremlins(), CommentBlindDiff: self,
-                             Demonstration: self}
+                             Demonstration: self, Outline: self}
 
     def test_name(self, entry: str) -> str:
         """'api_error_not_retried' -> 'TestAPIErrorNotRetried'. A learner's own test is named by its
@@ -130,6 +132,10 @@ class GoAdapter:
                 quiet.add(n)
                 in_block = "*/" not in stripped[2:]
         return quiet
+
+    def functions(self, source: str) -> list[Function]:
+        """Top-level functions and methods ('EventReader.Next'), by a scanner of Go's tokens (outline.py)."""
+        return outline.functions(source)
 
     def read_coverage(self, request: RunRequest) -> dict[str, FileCoverage]:
         return coverage.read(request.coverage_dir, build.module_root(request.track, request.code_root),
