@@ -31,13 +31,17 @@ timeout left unrun say nothing (course.signatures.comparable), so a loaded machi
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from course import signatures as recorded
 from course.chapters import Chapter, Mutant, Track
 from course.results import FAIL_STATUSES, TIMEOUT, CheckResult, mark
+
+if TYPE_CHECKING:
+    from course.languages.protocol import Function
 
 # How close a learner's signature must be to a mutant's (Jaccard index) for the mutant's function to be
 # named. Chosen with tooling/hints/precision.py on bugs written apart from the catalogs (and each
@@ -48,6 +52,11 @@ PLACE_SIMILARITY = 0.6
 PITFALL_SIMILARITY = 0.8
 # The runner-up (function or pitfall) must score below this share of the best one, or that level is silent.
 MARGIN = 0.8
+# A failing check matched at another case of its test counts this much of a match at the same case.
+CHECK_WEIGHT = 0.9
+# A method is named only when no other method of its class of this many lines or more is beyond the
+# recordings' knowledge (no documented mutant changes it); else its class is the place.
+UNKNOWN_METHOD_LINES = 3
 # A pitfall is named from a mutant whose recorded signature has two broken checks at least: a single
 # failing assert is where many bugs meet (measured: a pitfall named on one was wrong about one time in
 # six, on two or more one in twenty).
@@ -110,20 +119,24 @@ def outline(track: Track) -> Callable[[str], list] | None:
     return offered.functions if offered is not None else None
 
 
-def locator(track: Track, texts: Mapping[str, str]) -> Locate:
-    """(file, line) -> the function of texts[file] that holds the line ('' if none, or if the
-    track's language offers no outline); each file outlined once, when first asked."""
+def outliner(track: Track, texts: Mapping[str, str]) -> Callable[[str], Sequence[Function]]:
+    """file -> the functions of texts[file] (none if the file is not there, or if the track's language
+    offers no outline); each file outlined once, when first asked."""
     functions = outline(track)
-    outlines: dict[str, list] = {}
+    outlines: dict[str, Sequence[Function]] = {}
 
-    def locate(path: str, line: int) -> str:
-        if functions is None or path not in texts:
-            return ""
+    def outlined(path: str) -> Sequence[Function]:
         if path not in outlines:
-            outlines[path] = functions(texts[path])
-        return next((f.name for f in outlines[path] if f.first <= line <= f.last), "")
+            outlines[path] = functions(texts[path]) if functions is not None and path in texts else ()
+        return outlines[path]
 
-    return locate
+    return outlined
+
+
+def locator(track: Track, texts: Mapping[str, str]) -> Locate:
+    """(file, line) -> the function of texts[file] that holds the line ('' if none)."""
+    outlined = outliner(track, texts)
+    return lambda path, line: next((f.name for f in outlined(path) if f.first <= line <= f.last), "")
 
 
 def learner_texts(track: Track, code_root: Path) -> dict[str, str]:
@@ -273,26 +286,73 @@ def _common(places: set[str]) -> str:
     return owner if owner and "::" in owner and not owner.endswith(":") else ""
 
 
+def _checks(marks: Iterable[str]) -> frozenset[str]:
+    """The checks of a signature, without their cases; a timed-out case stands for any check of its test."""
+    return frozenset(f"{recorded.case_of(m)[0].partition('[')[0]}@" if recorded.case_of(m)[1] == recorded.TIMED_OUT
+                     else _check_of(m) for m in marks)
+
+
+def _shows(shown: frozenset[str], check: str) -> bool:
+    """Whether the checks `shown` include `check` ('test@' for a timed-out case: any check of that test)."""
+    return check in shown if not check.endswith("@") else any(c.startswith(check) for c in shown)
+
+
+def score(evidence: Evidence, signature: frozenset[str]) -> float:
+    """How close a failing run is to a mutant's signature: the Jaccard index of their marks, or, a little
+    lower (CHECK_WEIGHT), of their checks, so that a bug failing the same asserts at other cases of a
+    parametrized test still reads as close."""
+    a, b = recorded.comparable(evidence.marks, signature)
+    checks, theirs = _checks(a), _checks(b)
+    by_check = len(checks & theirs) / len(checks | theirs) if checks | theirs else 0.0
+    return max(len(a & b) / len(a | b) if a | b else 0.0, CHECK_WEIGHT * by_check)
+
+
 def signature_place(evidence: Evidence, known: Known) -> str:
     """The function (or class) whose mutants' signatures the evidence clearly resembles, every failing
-    check of it one those mutants fail too; or ''."""
+    check of it one those mutants fail too, and not all of them failed by another function's mutants
+    as well (unless the evidence is one of the place's mutants' signatures exactly); or ''."""
     best: dict[str, float] = {}
+    exact: set[str] = set()
     for mutant, signature in known.signatures.items():
         if not signature:
             continue
-        score = similarity(evidence.marks, signature)
+        close = score(evidence, signature)
         for place in known.places.get(mutant) or ("",):  # a change outside any function: no place
-            best[place] = max(best.get(place, 0.0), score)
+            best[place] = max(best.get(place, 0.0), close)
+            if recorded.equivalent(evidence.marks, signature):
+                exact.add(place)
     ranked = _ranked(best)
     place = _clear(ranked, PLACE_SIMILARITY)
     if place is None and ranked and ranked[0][1] >= PLACE_SIMILARITY:
-        place = _common({p for p, score in ranked if score >= MARGIN * ranked[0][1]}) or None
+        place = _common({p for p, close in ranked if close >= MARGIN * ranked[0][1]}) or None
     if not place:
         return ""
-    shown = {_check_of(m) for mutant, signature in known.signatures.items()
-             if any(contains(str(place), p) for p in known.places.get(mutant, ())) for m in signature}
-    checks = {_check_of(m) for m in evidence.marks if recorded.case_of(m)[1] != recorded.TIMED_OUT}
-    return str(place) if checks <= shown else ""
+    shown: dict[str, set[str]] = {}  # each function's mutants' checks
+    for mutant, signature in known.signatures.items():
+        for where in known.places.get(mutant, ()):
+            shown.setdefault(where, set()).update(_check_of(m) for m in signature)
+    own = frozenset(c for where, checks in shown.items() if contains(str(place), where) for c in checks)
+    checks = _checks(evidence.marks)
+    if not all(_shows(own, check) for check in checks):
+        return ""  # a failing check none of the place's mutants fails: something else broke it
+    if not any(contains(str(place), p) for p in exact) and any(
+            all(_shows(frozenset(theirs), check) for check in checks)
+            for where, theirs in shown.items() if not contains(str(place), where)):
+        return ""  # another function's mutants fail every one of these checks too
+    return str(place)
+
+
+def by_class(place: str, functions: Sequence[Function], known: Known) -> str:
+    """`place`, or its class (its Go type) when the class has another method of some length that no
+    recorded mutant changes: the recordings cannot tell the methods apart from that one."""
+    path, _, name = place.partition("::")
+    owner = name.rpartition(".")[0]
+    if not owner:
+        return place
+    changed = {p.partition("::")[2] for places in known.places.values() for p in places if p.startswith(path + "::")}
+    unknown = [f for f in functions if f.name.startswith(owner + ".") and f.name != name and f.name not in changed
+               and f.last - f.first + 1 >= UNKNOWN_METHOD_LINES]
+    return f"{path}::{owner}" if unknown else place
 
 
 def name_pitfall(evidence: Evidence, known: Known, place: str = "") -> int | None:
@@ -315,13 +375,16 @@ def name_pitfall(evidence: Evidence, known: Known, place: str = "") -> int | Non
     return pitfall  # type: ignore[return-value]
 
 
-def hint(evidence: Evidence, known: Known) -> Hint:
+def hint(evidence: Evidence, known: Known, functions: Callable[[str], Sequence[Function]] = lambda path: ()) -> Hint:
+    """The hint for a failing run's evidence; `functions` outlines a file of the code under test."""
     place = signature_place(evidence, known)
     crashed = crash_place(evidence)
     if crashed and place and not (contains(place, crashed) or contains(crashed, place)):
         place = ""  # the crashes and the signatures point at different functions
     elif crashed and not place:
         place = crashed
+    if place:
+        place = by_class(place, functions(place.partition("::")[0]), known)
     return Hint(place, name_pitfall(evidence, known, place))
 
 
@@ -333,11 +396,10 @@ def diagnose(chapter: Chapter, track: Track, result: CheckResult, code_root: Pat
     A second line, when the pitfall is named, is indented to follow a 'hint: ' prefix."""
     if result.problem or not result.failing or len(result.failing) == result.total:
         return ""
-    known = Known.recorded(track, chapter)
-    if not known.signatures:
-        return ""
+    known = Known.recorded(track, chapter)  # none when stale: crashes alone can still name a place
     texts = learner_texts(track, code_root)
-    found = hint(Evidence.of(result, locator(track, texts)), known)
+    outlined = outliner(track, texts)
+    found = hint(Evidence.of(result, locator(track, texts)), known, outlined)
     where = _shown_place(found.place, texts, track)
     pitfall = chapter.pitfall(found.pitfall) if found.pitfall is not None else None
     lines = [f"the failures come from {where}" if where else ""]

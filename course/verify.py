@@ -141,7 +141,17 @@ def place_problems(chapter: Chapter, track: Track) -> list[str]:
                 problems.append(f"places: pitfall {pitfall} names {name!r}, which no file of the reference defines")
             elif len(holders) > 1:
                 problems.append(f"places: pitfall {pitfall} names {name!r}, which {' and '.join(holders)} both define")
-    for mutant, changed in mutant_places(track, texts).items():
+    changes = mutant_places(track, texts)
+    if not track.places and any(changes.values()):
+        wanted: dict[int, list[str]] = {}
+        for mutant in track.mutants:
+            for place in changes.get(mutant.id, ()):
+                names = wanted.setdefault(mutant.pitfall, [])
+                names.extend([place.partition("::")[2]] if place.partition("::")[2] not in names else [])
+        listed = "; ".join(f"{p}: [{', '.join(names)}]" for p, names in sorted(wanted.items()))
+        return problems + [f"the track lists no places, the functions each pitfall's text is about (the pitfall hints "
+                           f"need them); its mutants change at least these: {listed}"]
+    for mutant, changed in changes.items():
         pitfall = next(m.pitfall for m in track.mutants if m.id == mutant)
         owned = track.places.get(pitfall, ())
         for place in changed:

@@ -95,12 +95,7 @@ def collect(chapter: Chapter, track: Track, mutants: list[Mutant], cache: dict) 
             mutant = result.mutant
             record = {"status": str(result.status), "failing": result.failing, "detail": result.detail}
             if result.check is not None:
-                mutated = dict(texts)
-                try:
-                    mutated[mutant.file] = applied(mutant, texts[mutant.file])
-                except (StaleMutant, KeyError):
-                    pass
-                evidence = hints.Evidence.of(result.check, hints.locator(track, mutated))
+                evidence = hints.Evidence.of(result.check, hints.locator(track, code_of(texts, mutant)))
                 record["evidence"] = evidence.as_json()
             cache[keys[mutant.id]] = record
     return {m.id: cache[keys[m.id]] for m in mutants}
@@ -121,8 +116,17 @@ def judge_place(named: str, functions: set[str]) -> str:
     return "right" if any(contains(named.partition("::")[2], f) for f in functions) else "wrong"
 
 
+def code_of(texts: dict[str, str], mutant: Mutant) -> dict[str, str]:
+    """The code a run judged: the reference's files with the mutant's change made."""
+    try:
+        return {**texts, mutant.file: applied(mutant, texts[mutant.file])}
+    except (StaleMutant, KeyError):
+        return texts
+
+
 def evaluate(chapter: Chapter, track: Track, runs: dict[str, dict], bugs: list[tuple[Mutant, str]]) -> list[dict]:
-    places = hints.mutant_places(track)
+    texts = hints.reference_texts(track)
+    places = hints.mutant_places(track, texts)
     documented = {m.id: m for m in track.mutants}
     killed = {i: hints.Evidence.from_json(r["evidence"]) for i, r in runs.items()
               if r["status"] in (KILLED, TIMED_OUT) and "evidence" in r}
@@ -133,8 +137,9 @@ def evaluate(chapter: Chapter, track: Track, runs: dict[str, dict], bugs: list[t
         row = {"id": mutant.id, "pitfall": mutant.pitfall, "set": "documented", "status": runs[mutant.id]["status"],
                "function": ", ".join(hints.functions_of(places.get(mutant.id, ())))}
         if mutant.id in killed:
-            own = hints.hint(killed[mutant.id], known)
-            loo = hints.hint(killed[mutant.id], known.without(mutant.id))
+            functions = hints.outliner(track, code_of(texts, mutant))
+            own = hints.hint(killed[mutant.id], known, functions)
+            loo = hints.hint(killed[mutant.id], known.without(mutant.id), functions)
             truth = hints.functions_of(places.get(mutant.id, ()))
             row.update(own=asdict(own), leave_one_out=asdict(loo),
                        own_pitfall=judge_pitfall(own.pitfall, mutant.pitfall),
@@ -146,7 +151,7 @@ def evaluate(chapter: Chapter, track: Track, runs: dict[str, dict], bugs: list[t
         row = {"id": bug.id, "pitfall": bug.pitfall or None, "set": "unseen", "status": runs[bug.id]["status"],
                "function": function}
         if bug.id in killed:
-            shown = hints.hint(killed[bug.id], known)
+            shown = hints.hint(killed[bug.id], known, hints.outliner(track, code_of(texts, bug)))
             row.update(hint=asdict(shown), pitfall_verdict=judge_pitfall(shown.pitfall, bug.pitfall),
                        place_verdict=judge_place(shown.place, {function}))
         rows.append(row)

@@ -165,4 +165,7 @@ def test_one_documented_bug_gets_its_pitfall_named(syn, content: Path, learner: 
     ran = syn("check", cwd=learner)
     assert ran.code == 1
     pitfall = chapter.pitfall(mutant.pitfall)
-    assert f"hint: this pattern of failures matches pitfall {pitfall.id}: {pitfall.title}" in ran.out, ran.out
+    line = next(n for n, text in enumerate((learner / "pkg" / "calc.py").read_text().splitlines(), 1)
+               if text.startswith("def total("))
+    assert f"hint: the failures come from `total` (pkg/calc.py:{line})\n" in ran.out, ran.out
+    assert f"      they match pitfall {pitfall.id}: {pitfall.title} (`course show syn`, Pitfalls)" in ran.out, ran.out
