@@ -26,8 +26,10 @@ silent, and the share of the kills whose bug has a pitfall that get any hint (pl
 
 --cache FILE keeps each run's evidence, by what decides it (the catalog, the reference, the bug's
 change), so that a second measurement with another engine runs only what changed; --replay OUT judges
-the evidence a --json OUT of an earlier measurement holds, running nothing. A measurement for
-comparing machines (quiet against loaded) runs without --cache.
+the evidence a --json OUT of an earlier measurement holds, running nothing. --recorded judges with
+the chapter's recording, as `course check` does, rather than with the documented mutants' runs of
+this measurement: comparing machines (quiet against loaded), the same recording then judges runs made
+on each (run without --cache).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from course.chapters import Chapter, Mutant, Track  # noqa: E402
 from course.errors import StaleMutant  # noqa: E402
 from course.mutant import applied  # noqa: E402
 from course.mutation.documented import KILLED, TIMED_OUT, run_mutants  # noqa: E402
+from course.signatures import staleness  # noqa: E402
 
 EVIDENCE_FORMAT = 2  # bumped when what a run's evidence holds changes: cached runs are then run again
 
@@ -124,14 +127,22 @@ def code_of(texts: dict[str, str], mutant: Mutant) -> dict[str, str]:
         return texts
 
 
-def evaluate(chapter: Chapter, track: Track, runs: dict[str, dict], bugs: list[tuple[Mutant, str]]) -> list[dict]:
+def evaluate(chapter: Chapter, track: Track, runs: dict[str, dict], bugs: list[tuple[Mutant, str]],
+             recorded: bool = False) -> list[dict]:
+    """Each run's hints. The documented mutants' knowledge is this measurement's own runs of them, or
+    with `recorded` what `course verify --record` recorded (what `course check` reads)."""
     texts = hints.reference_texts(track)
     places = hints.mutant_places(track, texts)
     documented = {m.id: m for m in track.mutants}
     killed = {i: hints.Evidence.from_json(r["evidence"]) for i, r in runs.items()
               if r["status"] in (KILLED, TIMED_OUT) and "evidence" in r}
-    known = hints.Known(signatures={i: e.marks for i, e in killed.items() if i in documented}, places=places,
-                        pitfall_of={m.id: m.pitfall for m in track.mutants}, pitfall_places=track.places)
+    if recorded:
+        known = hints.Known.recorded(track, chapter)
+        if not known.signatures:
+            raise SystemExit(f"{chapter.id} {track.language}: no recording to judge with: {staleness(chapter, track)}")
+    else:
+        known = hints.Known(signatures={i: e.marks for i, e in killed.items() if i in documented}, places=places,
+                            pitfall_of={m.id: m.pitfall for m in track.mutants}, pitfall_places=track.places)
     rows = []
     for mutant in [m for m in track.mutants if m.id in runs]:  # a replay of runs made before a mutant was added
         row = {"id": mutant.id, "pitfall": mutant.pitfall, "set": "documented", "status": runs[mutant.id]["status"],
@@ -220,6 +231,9 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="write every run's evidence and verdicts to this file")
     parser.add_argument("--cache", type=Path, help="keep each run's evidence here, and reuse what it holds")
     parser.add_argument("--replay", type=Path, help="judge the evidence of an earlier --json file; run nothing")
+    parser.add_argument("--recorded", action="store_true",
+                        help="judge with the chapter's recording (signatures.json), as course check does, "
+                             "instead of this measurement's own runs of the documented mutants")
     args = parser.parse_args()
     selected = [chapters.get(c) for c in args.chapters] or list(chapters.load_all())
     replayed = {(d["chapter"], d["language"]): d for d in json.loads(args.replay.read_text())} if args.replay else {}
@@ -235,7 +249,7 @@ def main() -> int:
             runs = collect(chapter, track, list(track.mutants) + [b for b, _ in bugs], cache)
             if args.cache:
                 args.cache.write_text(json.dumps(cache) + "\n", encoding="utf-8")
-        rows = evaluate(chapter, track, runs, bugs)
+        rows = evaluate(chapter, track, runs, bugs, recorded=args.recorded)
         report(chapter, track, rows)
         reports.append({"chapter": chapter.id, "language": track.language, "summary": summary(rows),
                         "runs": runs, "rows": rows})

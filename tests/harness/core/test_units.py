@@ -33,7 +33,8 @@ def _known(**extra):  # noqa: ANN003, ANN202
     from course.pitfall_hints import Known
 
     signatures = {
-        "a1": frozenset({"sse[crlf]@t.py:10 AssertionError", "sse[cr]@t.py:10 AssertionError"}),
+        "a1": frozenset({"sse[crlf]@t.py:10 AssertionError", "sse[cr]@t.py:10 AssertionError",
+                         "sse[lone]@t.py:10 AssertionError"}),
         "a2": frozenset({"sse[lf]@t.py:12 AssertionError", "sse[cr]@t.py:12 AssertionError"}),
         "b1": frozenset({"seams@t.py:40 AssertionError", "context@t.py:50 AssertionError"}),
         "c1": frozenset({"seams@t.py:40 AssertionError", "retry@t.py:90 AssertionError"}),
@@ -41,7 +42,7 @@ def _known(**extra):  # noqa: ANN003, ANN202
         "e1": frozenset({"decode@t.py:70 AssertionError", "decode@t.py:71 AssertionError"}),
         "e2": frozenset({"decode@t.py:70 AssertionError", "decode@t.py:72 AssertionError"}),
         "f1": frozenset({"budget@t.py:30 AssertionError"}),
-        "g1": frozenset({"parse@t.py:5 KeyError", "parse[b]@t.py:5 KeyError"}),
+        "g1": frozenset({"parse@t.py:5 KeyError", "parse[b]@t.py:5 KeyError", "parse[c]@t.py:5 KeyError"}),
     }
     places = {"a1": ("sse.py::Reader._lines",), "a2": ("sse.py::Reader._fields",), "b1": ("ctx.py::current",),
               "c1": ("retry.py::Retrying.run",), "d1": ("retry.py::delay",), "e1": ("sse.py::Decoder.decode",),
@@ -64,14 +65,33 @@ def test_the_hint_names_a_place_and_a_pitfall_only_on_a_clear_match() -> None:
     assert hint(Evidence(weak), known) == Hint(), "a weak match must stay silent"
     assert hint(Evidence(frozenset({"unknown@t.py:3 AssertionError"})), known) == Hint(), "failures outside every signature"
     # the same case failing at another assert is another check: it does not count as a match
-    elsewhere = frozenset({"sse[crlf]@t.py:11 AssertionError", "sse[cr]@t.py:11 AssertionError"})
+    elsewhere = frozenset({"sse[crlf]@t.py:11 AssertionError", "sse[cr]@t.py:11 AssertionError",
+                           "sse[lone]@t.py:11 AssertionError"})
     assert hint(Evidence(elsewhere), known) == Hint(), "a different failing assert is not the same bug"
     # one failing check is where many bugs meet: a place, but no pitfall
     assert hint(Evidence(known.signatures["f1"]), known) == Hint("loop.py::run", None)
+    # the same checks failing at other cases of the test: still that function
+    other_cases = Evidence(frozenset({"sse[tab]@t.py:10 AssertionError", "sse[lf]@t.py:10 AssertionError"}))
+    assert hint(other_cases, known).place == "sse.py::Reader._lines"
     # two methods of one class fit alike: the class is the place, and no pitfall (two of them fit)
     both = Evidence(frozenset({"decode@t.py:70 AssertionError", "decode@t.py:71 AssertionError",
                                "decode@t.py:72 AssertionError"}))
     assert hint(both, known) == Hint("sse.py::Decoder", None)
+
+
+def test_a_method_is_named_only_when_the_recordings_know_its_class() -> None:
+    from course.languages.protocol import Function
+    from course.pitfall_hints import Evidence, hint
+
+    known = _known()
+    exact = Evidence(known.signatures["a1"])
+    known_methods = [Function("Reader._lines", 1, 9), Function("Reader._fields", 10, 19)]
+    assert hint(exact, known, lambda path: known_methods).place == "sse.py::Reader._lines"
+    # a method of some length that no documented mutant changes: the recordings cannot tell it apart
+    more = known_methods + [Function("Reader._split", 20, 29)]
+    assert hint(exact, known, lambda path: more).place == "sse.py::Reader"
+    short = known_methods + [Function("Reader.__iter__", 20, 21)]
+    assert hint(exact, known, lambda path: short).place == "sse.py::Reader._lines", "a two-line method does not count"
 
 
 def test_a_loaded_machine_gives_the_same_hint() -> None:
@@ -82,7 +102,7 @@ def test_a_loaded_machine_gives_the_same_hint() -> None:
     # the first case's assert became a timeout, and the run's other cases of that test were not run
     loaded = Evidence(frozenset({"sse[crlf]@timeout"}))
     assert hint(loaded, known) == hint(quiet, known)
-    half = Evidence(frozenset({"sse[crlf]@timeout", "sse[cr]@t.py:10 AssertionError"}))
+    half = Evidence(frozenset({"sse[crlf]@timeout", "sse[cr]@t.py:10 AssertionError", "sse[lone]@t.py:10 AssertionError"}))
     assert hint(half, known) == hint(quiet, known)
 
 
