@@ -11,15 +11,20 @@ is in, found with the language's outline of the reference (`mutant_places`).
 
 Two levels of claim, each made only when the evidence agrees on one answer:
 
-the place      the function whose mutants' signatures the failing signature resembles (Jaccard index
-               at least PLACE_SIMILARITY, no other function within MARGIN of it), every failing check
-               one its mutants fail too; or, when several methods of one class (one Go type) fit
-               alike, that class. Failures that are all crashes (an exception of the language's own,
-               a panic) inside one function of the learner's point there as well; when they point
-               elsewhere than the signatures do, there is no place.
-the pitfall    the pitfall whose mutants' signatures the failing signature matches closely (at least
-               PITFALL_SIMILARITY, no other pitfall within MARGIN), one of at least PITFALL_MIN_MARKS
-               broken checks (one failing check is shared by too many bugs to name one), and whose
+the place      the function whose mutants' signatures the failures resemble (`score`: the Jaccard
+               index of the marks, or a little less of the checks, so that other cases of the same
+               asserts count; at least PLACE_SIMILARITY, no other function within MARGIN of it, or
+               else the class all the close ones are methods of), provided every failing check is
+               one its mutants fail too and not every one is failed by another function's mutants as
+               well (unless the failures are one of its mutants' exactly). Failures that are all
+               crashes (an exception of the language's own, a panic) inside one function of the
+               learner's point there too; where crashes and signatures disagree there is no place. A
+               method is named only when every other method of its class (of UNKNOWN_METHOD_LINES
+               lines or more) is one a recorded mutant changes: else the recordings cannot tell them
+               apart, and the place is the class.
+the pitfall    the pitfall whose mutants' signatures the failures' marks match closely (Jaccard index
+               at least PITFALL_SIMILARITY, no other pitfall within MARGIN), from a mutant of at least
+               PITFALL_MIN_MARKS broken checks (a check or two are where many bugs meet), and whose
                places in the manifest include the place when one is claimed.
 
 Ties, weak matches and failures outside every recording give no claim: a wrong hint sends a learner
