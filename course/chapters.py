@@ -25,7 +25,7 @@ KINDS = ("unit", "conformance", "boundary", "fault")
 HINT_LEVELS = 3
 # The fields of a track section every language shares; any other field is the adapter's to read.
 TRACK_FIELDS = ("files", "given", "run", "services", "run_services", "mutants", "selftest", "hints", "checks",
-                "coverage_floor", "catalog")
+                "coverage_floor", "catalog", "places")
 # Where a catalog entry's rule is stated for the learner: a heading of the chapter's text, or a
 # symbol of a starter file that carries a docstring ("agent/provider/sse.py::EventReader.feed").
 STATED_IN = ("section", "docstring")
@@ -104,6 +104,9 @@ class Track:
     coverage_floor: float = 100.0
     # The catalog entries this track runs, by name, when it has not (yet) ported all of them; empty: all.
     catalog: tuple[str, ...] = ()
+    # The functions each pitfall's text is about, by pitfall, named as the learner reads them
+    # ('Decoder.decode', 'EventReader.Next'): where a pitfall hint may point (course.pitfall_hints).
+    places: Mapping[int, tuple[str, ...]] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def for_demonstration(self) -> Track:
@@ -418,6 +421,14 @@ def _demonstration(top: Fields) -> tuple[DemoOption, ...]:
             raise ManifestError(f"{f.where} ({option.name}): choices need a value (what the option takes)")
         options.append(option)
     return tuple(options)
+def _track_places(f: "Fields") -> dict[int, tuple[str, ...]]:
+    raw = f.get("places", dict, {})
+    places = {}
+    for pitfall in raw:
+        if not isinstance(pitfall, int) or isinstance(pitfall, bool):
+            raise ManifestError(f"{f.where}: places are listed by pitfall number, got {pitfall!r}")
+        places[pitfall] = Fields(raw, f"{f.where}, places").strings(pitfall)
+    return places
 
 
 def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
@@ -490,6 +501,7 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             checks=_track_checks(f, {e.name for e in catalog}),
             coverage_floor=float(f.get("coverage_floor", (int, float), 100)),
             catalog=f.strings("catalog", ()),
+            places=_track_places(f),
         )
         if not 0 <= tracks[language].coverage_floor <= 100:
             raise ManifestError(f"{f.where}: field 'coverage_floor' must be a percentage, 0 to 100")

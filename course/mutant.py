@@ -14,7 +14,7 @@ from pathlib import Path
 
 from course.errors import StaleMutant
 
-__all__ = ["Mutant", "StaleMutant", "apply"]
+__all__ = ["Mutant", "StaleMutant", "apply", "applied"]
 
 
 @dataclass(frozen=True)
@@ -34,8 +34,12 @@ def apply(mutant: Mutant, root: Path) -> None:
     path = root / mutant.file
     if not path.is_file():
         raise StaleMutant(f"{mutant.file}: no such file")
-    text = path.read_text(encoding="utf-8")
-    path.write_text(_find_replace(mutant, text) if mutant.find else _patch(mutant, text), encoding="utf-8")
+    path.write_text(applied(mutant, path.read_text(encoding="utf-8")), encoding="utf-8")
+
+
+def applied(mutant: Mutant, text: str) -> str:
+    """The text of the mutant's file with its change made; StaleMutant when it does not apply."""
+    return _find_replace(mutant, text) if mutant.find else _patch(mutant, text)
 
 
 def _find_replace(mutant: Mutant, text: str) -> str:

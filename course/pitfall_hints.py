@@ -1,62 +1,437 @@
-"""Pitfall hints: the `hint:` line of `course check` and `course watch`, naming the pitfall a learner's
-failures look like, or saying nothing. (Not `course hint`, which reveals a catalog test's written hints.)
+"""Pitfall hints: the `hint:` line of `course check` and `course watch`, which says where a learner's
+failures come from (a function of theirs) and, when the evidence is clear, which of the chapter's
+pitfalls they match; or says nothing. (Not `course hint`, which reveals a catalog test's written hints.)
 
-`course verify --record` records each documented mutant's signature in the chapter's signatures.json
-(course.signatures): every
-case the mutant breaks, with the check that failed in it (the test lines down to the failing assert and
-the exception's type; see CheckResult.signature). A broad test that many bugs fail therefore still
-tells them apart by which of its asserts fails. A hint names a pitfall only when the learner's
-signature and one of that pitfall's mutants share most of what either fails (Jaccard index at least
-MIN_SIMILARITY), and no other pitfall comes within MARGIN of that score. Ties, weak matches and failures mostly outside
-every signature give no hint: a wrong hint sends a learner to the wrong place, silence does not.
-`tooling/hints/precision.py` measures how often a shown hint is wrong.
+The evidence is what the failing run shows (`Evidence`): its signature (each broken case with the
+check that failed in it: the test lines down to the failing assert and the exception's type, see
+CheckResult.signature), and the learner's functions each failure came through when it was an
+exception or a panic in their code. It is read against what `course verify --record` recorded of the
+chapter's documented mutants (course.signatures): each mutant's signature and the function its change
+is in, found with the language's outline of the reference (`mutant_places`).
+
+Two levels of claim, each made only when the evidence agrees on one answer:
+
+the place      the function whose mutants' signatures the failures resemble (`score`: the Jaccard
+               index of the marks, or a little less of the checks, so that other cases of the same
+               asserts count; at least PLACE_SIMILARITY, no other function within MARGIN of it, or
+               else the class all the close ones are methods of), provided every failing check is
+               one its mutants fail too and not every one is failed by another function's mutants as
+               well (unless the failures are one of its mutants' exactly). Failures that are all
+               crashes (an exception of the language's own, a panic) inside one function of the
+               learner's point there too; where crashes and signatures disagree there is no place. A
+               method is named only when every other method of its class (of UNKNOWN_METHOD_LINES
+               lines or more) is one a recorded mutant changes: else the recordings cannot tell them
+               apart, and the place is the class.
+the pitfall    the pitfall whose mutants' signatures the failures' marks match closely (Jaccard index
+               at least PITFALL_SIMILARITY, no other pitfall within MARGIN), from a mutant of at least
+               PITFALL_MIN_MARKS broken checks (a check or two are where many bugs meet), and whose
+               places in the manifest include the place when one is claimed.
+
+Ties, weak matches and failures outside every recording give no claim: a wrong hint sends a learner
+to the wrong place, silence does not. `tooling/hints/precision.py` measures both levels on bugs
+written apart from the catalog. Timeouts read as the same case's other failure, and the cases a
+timeout left unrun say nothing (course.signatures.comparable), so a loaded machine gives the same hint.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import builtins
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from course import signatures as recorded
-from course.chapters import Chapter, Track
-from course.results import CheckResult
+from course.chapters import Chapter, Mutant, Track
+from course.results import FAIL_STATUSES, TIMEOUT, CheckResult, mark
 
-# How close a learner's signature must be to a mutant's (Jaccard index) for its pitfall to be named.
-# Chosen with tooling/hints/precision.py, leaving each documented mutant's own signature out: over
-# 151 mutants of four chapters, 0.5 let about one shown hint in ten be wrong, 0.6 stayed under 5%.
-MIN_SIMILARITY = 0.6
-# The runner-up pitfall must score below this share of the best one, or the hint stays silent.
+if TYPE_CHECKING:
+    from course.languages.protocol import Function
+
+# How close a learner's failures must be to a function's mutants' signatures (`score`) for the function
+# to be named. Chosen with tooling/hints/precision.py on bugs written apart from the catalogs (six sets,
+# 401 kills) and on each documented mutant left out in turn: with the checks below, 0.6 named the
+# right function (or its class) for 97% of the places shown.
+PLACE_SIMILARITY = 0.6
+# The same for a pitfall, on the marks themselves (Jaccard index): a pitfall says more than a place.
+# Measured the same way, 0.6 named a wrong pitfall for about one hint in ten, 0.8 for one in twenty.
+PITFALL_SIMILARITY = 0.8
+# The runner-up (function or pitfall) must score below this share of the best one, or that level is silent.
 MARGIN = 0.8
+# A failing check matched at another case of its test counts this much of a match at the same case.
+CHECK_WEIGHT = 0.9
+# A method is named only when no other method of its class of this many lines or more is beyond the
+# recordings' knowledge (no documented mutant changes it); else its class is the place.
+UNKNOWN_METHOD_LINES = 3
+# A pitfall is named from a mutant whose recorded signature has this many broken checks at least: a
+# single failing assert, or two, is where many bugs meet (measured: a pitfall named from a mutant of one
+# or two checks was wrong about one time in eight, from three or more one in twenty).
+PITFALL_MIN_MARKS = 3
+
+
+# --- evidence --------------------------------------------------------------------------------------
+
+Locate = Callable[[str, int], str]  # (file, line) -> the name of the function there, or ""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a failing run shows a hint: its signature, and for each broken case whose failure came
+    through the learner's code, the functions it came through ('agent/provider/sse.py::Decoder.decode',
+    outermost first), by the case's mark."""
+
+    marks: frozenset[str]
+    frames: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, result: CheckResult, locate: Locate) -> Evidence:
+        frames = {}
+        for entry in result.entries:
+            for case in entry.cases:
+                if case.status in FAIL_STATUSES and case.status != TIMEOUT and case.frames:
+                    placed = tuple(p for p in (_placed(frame, locate) for frame in case.frames) if p)
+                    if placed:
+                        frames[mark(entry.entry.name, case)] = placed
+        return cls(result.signature, frames)
+
+    def as_json(self) -> dict:
+        return {"marks": sorted(self.marks), "frames": {m: list(f) for m, f in sorted(self.frames.items())}}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Evidence:
+        return cls(frozenset(data.get("marks", ())), {m: tuple(f) for m, f in dict(data.get("frames", {})).items()})
+
+
+def _placed(frame: str, locate: Locate) -> str:
+    path, _, line = frame.rpartition(":")
+    name = locate(path, int(line)) if line.isdigit() else ""
+    return f"{path}::{name}" if name else ""
+
+
+def reference_texts(track: Track) -> dict[str, str]:
+    """The track's reference files as documented mutants change them: without region markers."""
+    from course import regions
+
+    return {name: regions.strip((track.reference / name).read_text(encoding="utf-8"), name)
+            for name in track.files if (track.reference / name).is_file()}
+
+
+def outline(track: Track) -> Callable[[str], list] | None:
+    """The track's language's outline of a source file (its functions with their lines), if it has one."""
+    from course import languages
+    from course.languages.protocol import Outline
+
+    offered = languages.capability(languages.get(track.language), Outline)
+    return offered.functions if offered is not None else None
+
+
+def outliner(track: Track, texts: Mapping[str, str]) -> Callable[[str], Sequence[Function]]:
+    """file -> the functions of texts[file] (none if the file is not there, or if the track's language
+    offers no outline); each file outlined once, when first asked."""
+    functions = outline(track)
+    outlines: dict[str, Sequence[Function]] = {}
+
+    def outlined(path: str) -> Sequence[Function]:
+        if path not in outlines:
+            outlines[path] = functions(texts[path]) if functions is not None and path in texts else ()
+        return outlines[path]
+
+    return outlined
+
+
+def locator(track: Track, texts: Mapping[str, str]) -> Locate:
+    """(file, line) -> the function of texts[file] that holds the line ('' if none)."""
+    outlined = outliner(track, texts)
+    return lambda path, line: next((f.name for f in outlined(path) if f.first <= line <= f.last), "")
+
+
+def learner_texts(track: Track, code_root: Path) -> dict[str, str]:
+    texts = {}
+    for name in track.files:
+        try:
+            texts[name] = (code_root / name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+    return texts
+
+
+# --- where a documented mutant changes the code --------------------------------------------------
+
+
+def changed_lines(text: str, mutant: Mutant) -> set[int]:
+    """The lines of `text` (1-based) that the mutant changes; for an insertion, the line before it
+    (or after it, at the very start)."""
+    if mutant.find:
+        start = text.find(mutant.find)
+        if start < 0:
+            return set()
+        first = text.count("\n", 0, start) + 1
+        return set(range(first, first + mutant.find.rstrip("\n").count("\n") + 1))
+    import re
+
+    lines: set[int] = set()
+    position = 0  # the original's line (0-based) that the next context or removed line is
+    for line in mutant.diff.splitlines():
+        hunk = re.match(r"^@@ -(\d+)", line)
+        if hunk:
+            position = max(int(hunk.group(1)) - 1, 0)
+        elif line.startswith(("---", "+++", "\\")):
+            continue
+        elif line.startswith("-"):
+            lines.add(position + 1)
+            position += 1
+        elif line.startswith("+"):
+            lines.add(max(position, 1))
+        else:
+            position += 1
+    return lines
+
+
+def mutant_places(track: Track, texts: Mapping[str, str] | None = None) -> dict[str, tuple[str, ...]]:
+    """Each documented mutant's functions, 'file::Function': where its change is in the reference
+    (none for a change outside every function: a table, a constant, a struct's field)."""
+    texts = reference_texts(track) if texts is None else texts
+    functions = outline(track)
+    if functions is None:
+        return {}
+    outlines = {name: functions(text) for name, text in texts.items() if any(m.file == name for m in track.mutants)}
+    places = {}
+    for mutant in track.mutants:
+        lines = changed_lines(texts.get(mutant.file, ""), mutant)
+        places[mutant.id] = tuple(sorted({f"{mutant.file}::{f.name}" for f in outlines.get(mutant.file, ())
+                                          if any(f.first <= n <= f.last for n in lines)}))
+    return places
+
+
+# --- the claims ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Known:
+    """What the hints know of a track: each documented mutant's recorded signature and functions
+    ('file::Function'), its pitfall, and the functions each pitfall's text is about (the manifest's
+    `places`, by name)."""
+
+    signatures: Mapping[str, frozenset[str]]
+    places: Mapping[str, tuple[str, ...]]
+    pitfall_of: Mapping[str, int]
+    pitfall_places: Mapping[int, tuple[str, ...]]
+
+    @classmethod
+    def recorded(cls, track: Track, chapter: Chapter) -> Known:
+        signatures, places = recorded.load(chapter, track), recorded.load_places(chapter, track)
+        return cls(signatures, places, {m.id: m.pitfall for m in track.mutants}, dict(track.places))
+
+    def without(self, mutant: str) -> Known:
+        """As if `mutant` had never been documented (how precision.py tries a documented bug as unseen)."""
+        return Known({m: s for m, s in self.signatures.items() if m != mutant}, self.places, self.pitfall_of,
+                     self.pitfall_places)
+
+
+@dataclass(frozen=True)
+class Hint:
+    place: str = ""  # 'file::Function' (or 'file::Class'): where the failures come from
+    pitfall: int | None = None
 
 
 def similarity(a: frozenset[str], b: frozenset[str]) -> float:
-    """Jaccard index of two signatures, a timed-out case reading as the other's failure of that case
-    (so a hint does not depend on whether a loaded machine turned an assertion into a timeout)."""
-    a, b = recorded.aligned(a, b), recorded.aligned(b, a)
+    """Jaccard index of two signatures compared as the same evidence would give them on any machine
+    (course.signatures.comparable: a timed-out case reads as the other's failure of that case)."""
+    a, b = recorded.comparable(a, b)
     return len(a & b) / len(a | b) if a | b else 0.0
 
 
-def name_pitfall(failing: frozenset[str], signatures: Mapping[str, frozenset[str]],
-                 pitfall_of: Mapping[str, int]) -> int | None:
-    """The pitfall whose mutants' signatures the failing signature clearly resembles, or None."""
-    best: dict[int, float] = {}
-    for mutant, signature in signatures.items():
-        if signature and mutant in pitfall_of:
-            pitfall = pitfall_of[mutant]
-            best[pitfall] = max(best.get(pitfall, 0.0), similarity(failing, signature))
-    ranked = sorted(best.items(), key=lambda item: item[1], reverse=True)
-    if not ranked or ranked[0][1] < MIN_SIMILARITY:
+def contains(outer: str, inner: str) -> bool:
+    """Whether the place `outer` ('file::Name') is `inner` or holds it (a class its methods)."""
+    return outer == inner or inner.startswith(outer + ".")
+
+
+def _ranked(scores: Mapping) -> list:
+    return sorted(scores.items(), key=lambda item: (-item[1], str(item[0])))
+
+
+def _clear(ranked: list, least: float) -> object | None:
+    """The first of `ranked` when it scores at least `least` and the runner-up below MARGIN of it."""
+    if not ranked or ranked[0][1] < least:
         return None
     if len(ranked) > 1 and ranked[1][1] >= MARGIN * ranked[0][1]:
-        return None  # two pitfalls fit about as well: naming either could send the learner astray
+        return None
     return ranked[0][0]
 
 
-def diagnose(chapter: Chapter, track: Track, result: CheckResult) -> str:
+def _check_of(marked: str) -> str:
+    """A mark without its case: the test and the check that failed ('recorded_streams@t.py:407 AssertionError')."""
+    case, how = recorded.case_of(marked)
+    return f"{case.partition('[')[0]}@{how}"
+
+
+def _crash(how: str) -> bool:
+    """Whether a failure is a crash: the language's own exception (not an assert) or a panic."""
+    kind = how.rsplit(" ", 1)[-1]
+    if kind == "panic":
+        return True
+    found = getattr(builtins, kind, None)
+    return isinstance(found, type) and issubclass(found, Exception) and found is not AssertionError
+
+
+def crash_place(evidence: Evidence) -> str:
+    """The learner's function every failure crashed in (the innermost frame of each), or ''; a class
+    when they crashed in different methods of it."""
+    broken = [m for m in evidence.marks if recorded.case_of(m)[1] != recorded.TIMED_OUT]
+    if not broken or any(m not in evidence.frames or not _crash(recorded.case_of(m)[1]) for m in broken):
+        return ""
+    return _common({evidence.frames[m][-1] for m in broken})
+
+
+def _common(places: set[str]) -> str:
+    """The one place, or the class all of them are methods of, or ''."""
+    if len(places) == 1:
+        return next(iter(places))
+    owners = {p.rpartition(".")[0] for p in places}
+    owner = owners.pop() if len(owners) == 1 else ""
+    return owner if owner and "::" in owner and not owner.endswith(":") else ""
+
+
+def _checks(marks: Iterable[str]) -> frozenset[str]:
+    """The checks of a signature, without their cases; a timed-out case stands for any check of its test."""
+    return frozenset(f"{recorded.case_of(m)[0].partition('[')[0]}@" if recorded.case_of(m)[1] == recorded.TIMED_OUT
+                     else _check_of(m) for m in marks)
+
+
+def _shows(shown: frozenset[str], check: str) -> bool:
+    """Whether the checks `shown` include `check` ('test@' for a timed-out case: any check of that test)."""
+    return check in shown if not check.endswith("@") else any(c.startswith(check) for c in shown)
+
+
+def score(evidence: Evidence, signature: frozenset[str]) -> float:
+    """How close a failing run is to a mutant's signature: the Jaccard index of their marks, or, a little
+    lower (CHECK_WEIGHT), of their checks, so that a bug failing the same asserts at other cases of a
+    parametrized test still reads as close."""
+    a, b = recorded.comparable(evidence.marks, signature)
+    checks, theirs = _checks(a), _checks(b)
+    by_check = len(checks & theirs) / len(checks | theirs) if checks | theirs else 0.0
+    return max(len(a & b) / len(a | b) if a | b else 0.0, CHECK_WEIGHT * by_check)
+
+
+def signature_place(evidence: Evidence, known: Known) -> str:
+    """The function (or class) whose mutants' signatures the evidence clearly resembles, every failing
+    check of it one those mutants fail too, and not all of them failed by another function's mutants
+    as well (unless the evidence is one of the place's mutants' signatures exactly); or ''."""
+    best: dict[str, float] = {}
+    exact: set[str] = set()
+    for mutant, signature in known.signatures.items():
+        if not signature:
+            continue
+        close = score(evidence, signature)
+        for place in known.places.get(mutant) or ("",):  # a change outside any function: no place
+            best[place] = max(best.get(place, 0.0), close)
+            if recorded.equivalent(evidence.marks, signature):
+                exact.add(place)
+    ranked = _ranked(best)
+    place = _clear(ranked, PLACE_SIMILARITY)
+    if place is None and ranked and ranked[0][1] >= PLACE_SIMILARITY:
+        place = _common({p for p, close in ranked if close >= MARGIN * ranked[0][1]}) or None
+    if not place:
+        return ""
+    shown: dict[str, set[str]] = {}  # each function's mutants' checks
+    for mutant, signature in known.signatures.items():
+        for where in known.places.get(mutant, ()):
+            shown.setdefault(where, set()).update(_check_of(m) for m in signature)
+    own = frozenset(c for where, checks in shown.items() if contains(str(place), where) for c in checks)
+    checks = _checks(evidence.marks)
+    if not all(_shows(own, check) for check in checks):
+        return ""  # a failing check none of the place's mutants fails: something else broke it
+    if not any(contains(str(place), p) for p in exact) and any(
+            all(_shows(frozenset(theirs), check) for check in checks)
+            for where, theirs in shown.items() if not contains(str(place), where)):
+        return ""  # another function's mutants fail every one of these checks too
+    return str(place)
+
+
+def by_class(place: str, functions: Sequence[Function], known: Known) -> str:
+    """`place`, or its class (its Go type) when the class has another method of some length that no
+    recorded mutant changes: the recordings cannot tell the methods apart from that one."""
+    path, _, name = place.partition("::")
+    owner = name.rpartition(".")[0]
+    if not owner:
+        return place
+    changed = {p.partition("::")[2] for places in known.places.values() for p in places if p.startswith(path + "::")}
+    unknown = [f for f in functions if f.name.startswith(owner + ".") and f.name != name and f.name not in changed
+               and f.last - f.first + 1 >= UNKNOWN_METHOD_LINES]
+    return f"{path}::{owner}" if unknown else place
+
+
+def name_pitfall(evidence: Evidence, known: Known, place: str = "") -> int | None:
+    """The pitfall whose mutants' signatures the evidence clearly matches, consistent with `place`."""
+    best: dict[int, tuple[float, int]] = {}  # pitfall -> (score, broken checks of the mutant that scored it)
+    for mutant, signature in known.signatures.items():
+        if signature and mutant in known.pitfall_of:
+            pitfall = known.pitfall_of[mutant]
+            best[pitfall] = max(best.get(pitfall, (0.0, 0)), (similarity(evidence.marks, signature), len(signature)))
+    ranked = _ranked({p: score for p, (score, _) in best.items()})
+    pitfall = _clear(ranked, PITFALL_SIMILARITY)
+    # the recording's count, not the run's: a timeout that left a test's other cases unrun counts them
+    if pitfall is None or best[pitfall][1] < PITFALL_MIN_MARKS:  # type: ignore[index]
+        return None
+    if place:
+        name = place.partition("::")[2]
+        owned = known.pitfall_places.get(pitfall, ())  # type: ignore[call-overload]
+        if not any(contains(name, p) or contains(p, name) for p in owned):
+            return None  # the pitfall is about other functions than the one the failures point at
+    return pitfall  # type: ignore[return-value]
+
+
+def hint(evidence: Evidence, known: Known, functions: Callable[[str], Sequence[Function]] = lambda path: ()) -> Hint:
+    """The hint for a failing run's evidence; `functions` outlines a file of the code under test."""
+    place = signature_place(evidence, known)
+    crashed = crash_place(evidence)
+    if crashed and place and not (contains(place, crashed) or contains(crashed, place)):
+        place = ""  # the crashes and the signatures point at different functions
+    elif crashed and not place:
+        place = crashed
+    if place:
+        place = by_class(place, functions(place.partition("::")[0]), known)
+    return Hint(place, name_pitfall(evidence, known, place))
+
+
+# --- the line a learner reads ----------------------------------------------------------------------
+
+
+def diagnose(chapter: Chapter, track: Track, result: CheckResult, code_root: Path) -> str:
+    """The hint for a check's failures, in the learner's code at code_root: '' when there is none.
+    A second line, when the pitfall is named, is indented to follow a 'hint: ' prefix."""
     if result.problem or not result.failing or len(result.failing) == result.total:
         return ""
-    signatures = recorded.load(chapter, track)
-    pitfall = name_pitfall(result.signature, signatures, {m.id: m.pitfall for m in track.mutants})
-    named = chapter.pitfall(pitfall) if pitfall is not None else None
-    if named is None:
+    known = Known.recorded(track, chapter)  # none when stale: crashes alone can still name a place
+    texts = learner_texts(track, code_root)
+    outlined = outliner(track, texts)
+    found = hint(Evidence.of(result, locator(track, texts)), known, outlined)
+    where = _shown_place(found.place, texts, track)
+    pitfall = chapter.pitfall(found.pitfall) if found.pitfall is not None else None
+    lines = [f"the failures come from {where}" if where else ""]
+    if pitfall is not None:
+        lines.append(f"{'they match' if where else 'the failures match'} pitfall {pitfall.id}: {pitfall.title} "
+                     f"(`course show {chapter.id}`, Pitfalls)")
+    return "\n      ".join(line for line in lines if line)
+
+
+def _shown_place(place: str, texts: Mapping[str, str], track: Track) -> str:
+    """'`Decoder.decode` (agent/provider/sse.py:88)' as the learner's file has it: the function, else
+    its class, else '' (a learner who split the code otherwise gets no place rather than a wrong one)."""
+    if not place:
         return ""
-    return f"this pattern of failures matches pitfall {named.id}: {named.title} (see `course show {chapter.id}`, Pitfalls)"
+    path, _, name = place.partition("::")
+    functions = outline(track)
+    found = functions(texts[path]) if functions is not None and path in texts else []
+    for wanted in (name, name.rpartition(".")[0]):
+        exact = next((f for f in found if f.name == wanted), None)
+        if exact is not None:
+            return f"`{exact.name}` ({path}:{exact.first})"
+        members = [f for f in found if wanted and f.name.startswith(wanted + ".")]
+        if members:
+            return f"`{wanted}` ({path}:{members[0].first})"
+    return ""
+
+
+def functions_of(names: Iterable[str]) -> set[str]:
+    return {name.partition("::")[2] for name in names}

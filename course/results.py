@@ -44,7 +44,7 @@ class CaseResult:
     failed_at: str = ""  # which check failed, and how: the test lines down to it and the exception type
     output: str = ""  # what the test printed
     duration: float = 0.0
-
+    frames: tuple[str, ...] = ()  # the learner's files' frames the failure came through, outermost first
 
     def __post_init__(self) -> None:
         self.status = Status(self.status)
@@ -134,8 +134,12 @@ class CheckResult:
             if entry.status == PASS:
                 continue
             broken = [c for c in entry.cases if c.status in FAIL_STATUSES]  # a case not run is not broken
-            marks.update(f"{entry.entry.name}{f'[{c.case}]' if c.case else ''}@{c.failed_at or c.status}"
-                         for c in broken)
+            marks.update(mark(entry.entry.name, c) for c in broken)
             if not broken:
                 marks.add(f"{entry.entry.name}@{entry.status}")
         return frozenset(marks)
+
+
+def mark(entry: str, case: CaseResult) -> str:
+    """A broken case's mark in a signature: 'name[case]@test_x.py:41 AssertionError'."""
+    return f"{entry}{f'[{case.case}]' if case.case else ''}@{case.failed_at or case.status}"

@@ -1,6 +1,6 @@
-"""Recorded kill signatures: how each documented mutant fails the catalog, kept in the chapter's
-signatures.json for `course check` to name the pitfall a learner's failures look like
-(course.pitfall_hints).
+"""Recorded kill signatures: how each documented mutant fails the catalog, and the function its change
+is in, kept in the chapter's signatures.json for `course check` to say where a learner's failures come
+from and which pitfall they look like (course.pitfall_hints).
 
 A signature is a set of marks, one per case the mutant breaks: 'entry[case]@how', where `how` is the
 check that failed ('test_x.py:41 AssertionError') or the way the case ended ('timeout'). A recording
@@ -10,9 +10,10 @@ hints, and `course verify` fails on it with the command that renews it. Only `co
 writes the file.
 
 A case that times out on a loaded machine fails its assertion on a quiet one, and the reverse: a
-timed-out case reads as whatever failure of the same case it is compared with (`aligned`), so neither
-a recording nor a hint depends on which of the two happened. A recording keeps only the marks a
-mutant shows on every run it is recorded from, so a case that fails one run in two is left out.
+timed-out case reads as whatever failure of the same case it is compared with (`aligned`), and the
+cases of its test that the timeout left unrun say nothing either way (`unknown`), so neither a
+recording nor a hint depends on which of the two happened (`comparable`). A recording keeps only the
+marks a mutant shows on every run it is recorded from, so a case that fails one run in two is left out.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from course.chapters import Chapter, Track
 
-# Bumped when the marks' format changes: every recording made before is then stale.
-MARK_FORMAT = 1
+# Bumped when the marks' format changes, or what a recording holds: every recording made before is then stale.
+MARK_FORMAT = 2  # 2: each mutant's places recorded beside its signature
 _MARK = re.compile(r"^(?P<case>[^\[@]+(?:\[.*\])?)@(?P<how>[^@]*)$")
 TIMED_OUT = "timeout"
 
@@ -40,6 +41,23 @@ def case_of(mark: str) -> tuple[str, str]:
     """(the case, how it failed) of a mark; a mark of another form is a case of its own."""
     found = _MARK.match(mark)
     return (found["case"], found["how"]) if found else (mark, "")
+
+
+def _test_of(case: str) -> str:
+    return case.partition("[")[0]
+
+
+def unknown(marks: Iterable[str], other: Iterable[str]) -> Signature:
+    """The marks of `other` that `marks` cannot say anything about: the cases of a test that timed out
+    in `marks` which `marks` does not mention. After a timeout the rest of that test is not run (in
+    Go its later cases are not even known), so they are neither broken nor passed there."""
+    said: dict[str, set[str]] = {}
+    for mark in marks:
+        case, how = case_of(mark)
+        said.setdefault(_test_of(case), set()).add(case)
+    cut = {test for mark in marks for case, how in [case_of(mark)] if how == TIMED_OUT for test in [_test_of(case)]}
+    return frozenset(mark for mark in other for case, _ in [case_of(mark)]
+                     if _test_of(case) in cut and case not in said[_test_of(case)])
 
 
 def aligned(marks: Iterable[str], other: Iterable[str]) -> Signature:
@@ -55,17 +73,29 @@ def aligned(marks: Iterable[str], other: Iterable[str]) -> Signature:
     return frozenset(out)
 
 
-def equivalent(a: Iterable[str], b: Iterable[str]) -> bool:
+def comparable(a: Iterable[str], b: Iterable[str]) -> tuple[Signature, Signature]:
+    """Two signatures as the same evidence would give them on any machine: the cases one of them
+    could not run left out of both (`unknown`), then each timeout read as the other's failure of
+    that case (`aligned`)."""
     a, b = frozenset(a), frozenset(b)
-    return aligned(a, b) == aligned(b, a)
+    a, b = a - unknown(b, a), b - unknown(a, b)
+    return aligned(a, b), aligned(b, a)
+
+
+def equivalent(a: Iterable[str], b: Iterable[str]) -> bool:
+    a, b = comparable(a, b)
+    return a == b
 
 
 def stable(runs: list[Iterable[str]]) -> Signature:
-    """The marks a mutant shows on every run (a timeout standing for the same case's other failure)."""
+    """The marks a mutant shows on every run that could show them (a timeout standing for the same
+    case's other failure; a case a run did not reach after a timeout says nothing either way)."""
     kept = frozenset(runs[0])
     for run in runs[1:]:
         run = frozenset(run)
-        kept = aligned(kept, run) & aligned(run, kept)
+        untold = unknown(run, kept) | unknown(kept, run)
+        a, b = comparable(kept, run)
+        kept = (a & b) | untold
     return kept
 
 
@@ -98,6 +128,14 @@ def load(chapter: Chapter, track: Track) -> dict[str, Signature]:
     return {mutant: frozenset(marks) for mutant, marks in recorded.get("signatures", {}).items()}
 
 
+def load_places(chapter: Chapter, track: Track) -> dict[str, tuple[str, ...]]:
+    """Each mutant's functions ('file::Function') as recorded with its signature (none when stale)."""
+    recorded = _read(chapter.signatures_path).get(track.language)
+    if not isinstance(recorded, dict) or recorded.get("key") != recording_key(chapter, track):
+        return {}
+    return {mutant: tuple(places) for mutant, places in recorded.get("places", {}).items()}
+
+
 def staleness(chapter: Chapter, track: Track) -> str:
     """'' when the recording matches the track; else one line: which file, and the command that
     renews it."""
@@ -110,22 +148,24 @@ def staleness(chapter: Chapter, track: Track) -> str:
     if recorded.get("key") != recording_key(chapter, track):
         return (f"{where} was recorded for another catalog, other mutants or another reference of the "
                 f"{track.language} track: {renew}")
-    missing = sorted({m.id for m in track.mutants} - set(recorded.get("signatures", {})))
+    missing = sorted({m.id for m in track.mutants} - (set(recorded.get("signatures", {})) & set(recorded.get("places", {}))))
     if missing:
         return f"{where} has no signature for {', '.join(missing)} ({track.language}): {renew}"
     return ""
 
 
-def record(chapter: Chapter, track: Track, signatures: Mapping[str, Iterable[str]]) -> bool:
-    """Record the signatures for the track, keeping a recorded one that reads the same (so a
-    recording made again on a loaded machine changes nothing); True if the file changed."""
+def record(chapter: Chapter, track: Track, signatures: Mapping[str, Iterable[str]],
+           places: Mapping[str, Iterable[str]]) -> bool:
+    """Record the signatures and places for the track, keeping a recorded signature that reads the
+    same (so a recording made again on a loaded machine changes nothing); True if the file changed."""
     path = chapter.signatures_path
     data = _read(path)
     before = data.get(track.language) if isinstance(data.get(track.language), dict) else {}
     old = before.get("signatures", {}) if before.get("key") == recording_key(chapter, track) else {}
     kept = {mutant: sorted(old[mutant] if mutant in old and equivalent(old[mutant], marks) else marks)
             for mutant, marks in sorted(signatures.items())}
-    wanted = {"key": recording_key(chapter, track), "signatures": kept}
+    wanted = {"key": recording_key(chapter, track), "signatures": kept,
+              "places": {mutant: sorted(places.get(mutant, ())) for mutant in sorted(signatures)}}
     if before == wanted:
         return False
     data[track.language] = wanted

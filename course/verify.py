@@ -110,6 +110,55 @@ def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
                 problems.append(f"mutant {mutant.id}: caught_by names {test!r}, which is not in the catalog")
         if mutant.file not in track.files:
             problems.append(f"mutant {mutant.id}: file {mutant.file} is not one of the track's files")
+    if not any(p.startswith("reference file missing") for p in problems):
+        problems.extend(place_problems(chapter, track))
+    return problems
+
+
+def place_problems(chapter: Chapter, track: Track) -> list[str]:
+    """The pitfalls' places (`places:`): each names a pitfall of the chapter and functions the
+    reference defines, one each; and every documented mutant changes a function among its pitfall's
+    places (or one they hold), so the hints' place and pitfall can agree."""
+    from course.pitfall_hints import contains, mutant_places, outline, reference_texts
+
+    functions = outline(track)
+    if functions is None:
+        return [f"the track lists places, but the {track.language} adapter offers no outline of a file's functions"] \
+            if track.places else []
+    texts = reference_texts(track)
+    defined: dict[str, list[str]] = {}
+    for name, text in texts.items():
+        for function in functions(text):
+            defined.setdefault(function.name, []).append(name)
+    pitfalls = {p.id for p in chapter.pitfalls}
+    problems = []
+    for pitfall, names in track.places.items():
+        if pitfall not in pitfalls:
+            problems.append(f"places: pitfall {pitfall} is not among the chapter's pitfalls")
+        for name in names:
+            holders = sorted({f for n, files in defined.items() if contains(name, n) for f in files})
+            if not holders:
+                problems.append(f"places: pitfall {pitfall} names {name!r}, which no file of the reference defines")
+            elif len(holders) > 1:
+                problems.append(f"places: pitfall {pitfall} names {name!r}, which {' and '.join(holders)} both define")
+    changes = mutant_places(track, texts)
+    if not track.places and any(changes.values()):
+        wanted: dict[int, list[str]] = {}
+        for mutant in track.mutants:
+            for place in changes.get(mutant.id, ()):
+                names = wanted.setdefault(mutant.pitfall, [])
+                names.extend([place.partition("::")[2]] if place.partition("::")[2] not in names else [])
+        listed = "; ".join(f"{p}: [{', '.join(names)}]" for p, names in sorted(wanted.items()))
+        return problems + [f"the track lists no places, the functions each pitfall's text is about (the pitfall hints "
+                           f"need them); its mutants change at least these: {listed}"]
+    for mutant, changed in changes.items():
+        pitfall = next(m.pitfall for m in track.mutants if m.id == mutant)
+        owned = track.places.get(pitfall, ())
+        for place in changed:
+            function = place.partition("::")[2]
+            if not any(contains(name, function) for name in owned):
+                problems.append(f"mutant {mutant} changes {function}, which is not among pitfall {pitfall}'s places"
+                                + (f" ({', '.join(owned)})" if owned else " (it lists none)"))
     return problems
 
 
@@ -265,10 +314,12 @@ def _record(chapter: Chapter, track: Track, first: list) -> tuple[bool, str]:
     """Record the signatures from `first` and one more run of the mutants: what both show."""
     from course.mutation.documented import run_mutants
 
+    from course.pitfall_hints import mutant_places
+
     second = {r.mutant.id: r.signature for r in run_mutants(chapter, track, list(track.mutants))}
     signatures = {r.mutant.id: recorded.stable([r.signature, second.get(r.mutant.id, r.signature)]) for r in first}
     try:
-        changed = recorded.record(chapter, track, signatures)
+        changed = recorded.record(chapter, track, signatures, mutant_places(track))
     except OSError as exc:
         return False, f"cannot record in {chapter.signatures_path}: {exc.strerror}"
     return True, (f"recorded anew in chapters/{chapter.id}/{chapter.signatures_path.name}" if changed

@@ -19,9 +19,9 @@ What a catalog needs from the harness reaches it through the environment, the sa
 language: request.env, given to the test process as it is (course.environment names the variables).
 
 Below the events: Adapter, what every language implements, and the optional capabilities only some
-offer (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration, Foreground), which an adapter declares in
-`capabilities` and a command asks for with course.languages.capability. course.languages.scripted
-is the smallest adapter that keeps the contract; contract_problems says what one lacks.
+offer (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration, Foreground, Outline), which an
+adapter declares in `capabilities` and a command asks for with course.languages.capability.
+course.languages.scripted is the smallest adapter that keeps the contract; contract_problems says what one lacks.
 """
 
 from __future__ import annotations
@@ -114,6 +114,10 @@ class CaseFinished:
     failed_at: str = ""  # which check failed, and how ('test_x.py:41 AssertionError'): kill signatures
     output: str = ""  # what the test printed
     duration: float = 0.0
+    # the learner's code the failure came through, outermost first: each frame of the exception or
+    # panic in the learner's files, 'agent/provider/sse.py:88' (relative to the code's root); none
+    # for a failed assert of the test's own, nor for a timeout (where a timer fires is chance)
+    frames: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,6 +150,7 @@ def decode(data: bytes) -> Event:
         return Collected(tuple(CaseId(**c) for c in raw["cases"]), raw.get("starts_said", True))
     if kind is CaseFinished:
         raw["status"] = Status(raw["status"])
+        raw["frames"] = tuple(raw.get("frames", ()))
     return kind(**raw)
 
 
@@ -302,7 +307,8 @@ class Foreground(Protocol):
         one; where it cannot, print the commands that do, to run by hand, and return 0."""
 
 
-CAPABILITIES: tuple[type, ...] = (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration, Foreground)
+CAPABILITIES: tuple[type, ...] = (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration, Foreground,
+                                  Outline)
 
 
 def contract_problems(adapter: object) -> list[str]:

@@ -49,6 +49,7 @@ class MutantResult:
     signature: list[str] = field(default_factory=list)  # how it failed (CheckResult.signature)
     detail: str = ""  # why it is stale, or what stopped the run
     seconds: float = 0.0  # wall time of its run
+    check: CheckResult | None = field(default=None, repr=False)  # the catalog run itself (a hint's evidence)
 
     @property
     def documented(self) -> bool:
@@ -111,11 +112,11 @@ def _judge(chapter: Chapter, track: Track, mutant: Mutant, timeout: float, scrat
     failing = sorted(result.failing)
     signature = sorted(result.signature)
     if result.problem:
-        return MutantResult(mutant, KILLED, failing, signature, detail=result.problem)
+        return MutantResult(mutant, KILLED, failing, signature, detail=result.problem, check=result)
     if not failing:
-        return MutantResult(mutant, SURVIVED)
+        return MutantResult(mutant, SURVIVED, check=result)
     timed_out = any(e.status == TIMEOUT for e in result.entries)
-    return MutantResult(mutant, TIMED_OUT if timed_out else KILLED, failing, signature)
+    return MutantResult(mutant, TIMED_OUT if timed_out else KILLED, failing, signature, check=result)
 
 
 def run_mutants(

@@ -120,7 +120,7 @@ def check(chapter: Any, reference: bool, select: str, case: str, stop_first: boo
         # a learner's own files; on the reference, every file (the given ones are the course's code too)
         mine = [name for name in track.files if repo is None or name not in track.given]
         report.coverage(result, mine, select=select or case, whose="the reference's" if repo is None else "your")
-    hint = "" if partial else diagnose(chapter, track, result)
+    hint = "" if partial else diagnose(chapter, track, result, code_root)
     if hint:
         echo("")
         echo(click.style("hint: ", fg="cyan", bold=True) + hint)

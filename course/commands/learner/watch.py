@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import click
@@ -67,7 +68,7 @@ def watch(chapter: Any, timeout: float | None, budget: float | None, max_file_mb
             failed_first = [e.entry.name for e in result.entries if e.status != "pass"]
             wipe()
             _header(chapter, scope, saves)
-            _verdict(chapter, track, result, later)
+            _verdict(chapter, track, result, later, repo.root)
             record_check(repo, chapter.id, result, files_before, partial=False)
             if not saves.wait(keys):
                 echo(click.style("\nstopped watching.", dim=True))
@@ -119,7 +120,7 @@ def _header(chapter: Any, scope: Any, saves: Any) -> None:
         f"(watching {scope.describe()} by {saves.how}; q quits)", dim=True))
 
 
-def _verdict(chapter: Any, track: Any, result: Any, later: list) -> None:
+def _verdict(chapter: Any, track: Any, result: Any, later: list, code_root: Path) -> None:
     from course.check.report import TerminalReport
     from course.pitfall_hints import diagnose
     from course.results import PASS
@@ -138,7 +139,7 @@ def _verdict(chapter: Any, track: Any, result: Any, later: list) -> None:
     else:
         first = next(e for e in result.entries if e.status != PASS)
         report.show(first)
-        hint = diagnose(chapter, track, result)
+        hint = diagnose(chapter, track, result, code_root)
         echo("")
         echo(click.style("hint: ", fg="cyan", bold=True)
              + (hint or f"`course hint` for {first.test_name}, `course check -v` for every failure"))

@@ -22,14 +22,16 @@ from typing import Mapping
 from course import cache, processes
 from course.chapters import Track
 from course.errors import CodeProblem, UsageError
-from course.languages.go import build, coverage, gremlins, panics, toolchain
+from course.languages.go import build, coverage, gremlins, outline, panics, toolchain
 from course.languages.go.worker import Done, Worker
 from course.languages.protocol import (
     BroadMutation,
     CommentBlindDiff,
     Demonstration,
     Foreground,
+    Function,
     LearnerTests,
+    Outline,
     Prepared,
     RunRequest,
 )
@@ -50,9 +52,10 @@ class GoAdapter:
     def __init__(self) -> None:
         # every optional capability of the protocol: learners' own tests (selftest), gremlins' broad
         # score, a diff blind to comments, the chapters' demonstrations, a test run with the terminal
-        # attached (check -s; for --pdb, the commands that start Delve)
+        # attached (check -s; for --pdb, the commands that start Delve), the outline of a file's functions (the
+        # pitfall hints' places)
         self.capabilities = {LearnerTests: self, BroadMutation: gremlins.Gremlins(), CommentBlindDiff: self,
-                             Demonstration: self, Foreground: self}
+                             Demonstration: self, Foreground: self, Outline: self}
 
     def test_name(self, entry: str) -> str:
         """'api_error_not_retried' -> 'TestAPIErrorNotRetried'. A learner's own test is named by its
@@ -140,6 +143,10 @@ class GoAdapter:
                 quiet.add(n)
                 in_block = "*/" not in stripped[2:]
         return quiet
+
+    def functions(self, source: str) -> list[Function]:
+        """Top-level functions and methods ('EventReader.Next'), by a scanner of Go's tokens (outline.py)."""
+        return outline.functions(source)
 
     def read_coverage(self, request: RunRequest) -> dict[str, FileCoverage]:
         return coverage.read(request.coverage_dir, build.module_root(request.track, request.code_root),

@@ -32,6 +32,7 @@ _FRAMING = ("=== RUN", "=== NAME", "=== PAUSE", "=== CONT", "--- FAIL", "--- PAS
 _TEST_FRAME = re.compile(r"\.Test\w*(?:\.func\d+)*\(")
 _CRASH = ("panic: ", "fatal error: ")
 _TOO_LARGE = ": file too large"  # a write refused by the write limit (EFBIG), as Go's errors say it
+_CRASH_IN = re.compile(r"(?m)^(?:panic|fatal error): ")
 
 
 @dataclass
@@ -239,7 +240,8 @@ class Worker:
             message = processes.file_too_large(self.max_file_bytes) + (f"\n{message}" if message else "")
         finished = CaseFinished(key=key, status=status, message=message if status == FAIL else "", where=where,
                                 test_line=test_line, details=_details(text) if status != PASS else "",
-                                failed_at=failed_at(text, test_line) if status == FAIL else "", duration=elapsed)
+                                failed_at=failed_at(text, test_line) if status == FAIL else "", duration=elapsed,
+                                frames=self._frames(text) if status == FAIL else ())
         if status == FAIL and not message:
             self.held.append((finished, list(output)))
             return
@@ -257,7 +259,10 @@ class Worker:
                                message=message or "the test failed without saying why",
                                where=where or finished.where, test_line=test_line or finished.test_line,
                                details=_details(text), failed_at=failed_at(text, test_line) or "exit",
-                               duration=finished.duration)
+                               duration=finished.duration, frames=self._frames(text) or finished.frames)
+
+    def _frames(self, output: str) -> tuple[str, ...]:
+        return learner_frames(output, self.module_root, self.display_root) if _CRASH_IN.search(output) else ()
 
     def _last_words(self) -> str:
         """What the runner quotes when the process died inside a test: its panic, or its last lines."""
@@ -308,6 +313,27 @@ def summarize(output: str, module_root: Path, display_root: Path) -> tuple[str, 
                 message.append(more.strip())
             return "\n".join(message).strip(), where, f"{failure.group(1)}:{failure.group(2)}"
     return "", where, ""
+
+
+def learner_frames(output: str, module_root: Path, display_root: Path) -> tuple[str, ...]:
+    """The frames of the panicking goroutine's stack that are in the learner's files (not a test
+    file), outermost first, as 'file:line' relative to the code's root."""
+    lines = output.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(_CRASH)), None)
+    if start is None:
+        return ()
+    frames: list[str] = []
+    stack = False
+    for line in lines[start + 1:]:
+        if line.startswith("goroutine "):
+            if stack:
+                break  # the panicking goroutine's stack comes first; the others are not its story
+            stack = True
+            continue
+        frame = _FRAME.match(line) if stack else None
+        if frame and not frame.group(1).endswith("_test.go") and _inside(Path(frame.group(1)), module_root):
+            frames.append(f"{_shown(display_root, Path(frame.group(1)))}:{frame.group(2)}")
+    return tuple(reversed(frames))
 
 
 def failed_at(output: str, test_line: str) -> str:

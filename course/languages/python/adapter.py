@@ -23,7 +23,9 @@ from course.languages.protocol import (
     CommentBlindDiff,
     Demonstration,
     Foreground,
+    Function,
     LearnerTests,
+    Outline,
     Prepared,
     RunRequest,
 )
@@ -43,9 +45,10 @@ class PythonAdapter:
     def __init__(self) -> None:
         # every optional capability of the protocol: learners' own tests (selftest), mutmut's broad
         # score, a diff blind to comments and docstrings, the chapters' demonstrations, a test run
-        # with the terminal attached (check -s, --pdb)
+        # with the terminal attached (check -s, --pdb), the outline of a file's functions (the pitfall
+        # hints' places)
         self.capabilities = {LearnerTests: self, BroadMutation: mutmut.Mutmut(), CommentBlindDiff: self,
-                             Demonstration: self, Foreground: self}
+                             Demonstration: self, Foreground: self, Outline: self}
 
     def test_name(self, entry: str) -> str:
         return f"test_{entry}"
@@ -190,6 +193,43 @@ class PythonAdapter:
             if node is None:
                 return False
         return bool((ast.get_docstring(node) or "").strip())
+
+    def functions(self, source: str) -> list[Function]:
+        """The module's functions and its classes' methods ('Decoder.decode'), decorators and the
+        comments at the end of their bodies included in their lines; a function defined inside
+        another is part of it."""
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return []
+        found: list[Function] = []
+        lines = source.splitlines()
+
+        def last_line(node: ast.AST) -> int:
+            """The function's last statement, then the comments and blank lines indented under it."""
+            last = node.end_lineno or node.lineno
+            while last < len(lines):
+                following = lines[last]
+                if following.strip() and len(following) - len(following.lstrip()) <= node.col_offset:
+                    break
+                last += 1
+            while last > node.lineno and not lines[last - 1].strip():
+                last -= 1
+            return last
+
+        def visit(body: list[ast.stmt], prefix: str) -> None:
+            for node in body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                    found.append(Function(prefix + node.name, first, last_line(node)))
+                elif isinstance(node, ast.ClassDef):
+                    visit(node.body, f"{prefix}{node.name}.")
+                elif isinstance(node, (ast.If, ast.Try, ast.With)):  # `if TYPE_CHECKING:`, a guarded import
+                    for part in (node.body, getattr(node, "orelse", []), getattr(node, "finalbody", [])):
+                        visit(part, prefix)
+
+        visit(tree.body, "")
+        return found
 
     def exclusion_problems(self, track: Track) -> list[str]:
         """Lines of the reference left out of its coverage without a reason given beside them."""

@@ -70,13 +70,20 @@ def _learners(path: str, code_root: str, tests_root: str) -> bool:
 
 def locate(tb_entries: list[tuple[str, int]], code_root: str, tests_root: str) -> tuple[str, str]:
     """The deepest frame in the learner's code and the deepest in the test file, as 'file:line'."""
-    where = test_line = ""
+    frames, test_line = learner_frames(tb_entries, code_root, tests_root)
+    return (frames[-1] if frames else ""), test_line
+
+
+def learner_frames(tb_entries: list[tuple[str, int]], code_root: str, tests_root: str) -> tuple[tuple[str, ...], str]:
+    """Every frame in the learner's code, outermost first, and the deepest in the test file, as 'file:line'."""
+    frames: list[str] = []
+    test_line = ""
     for filename, lineno in tb_entries:
         if _inside(filename, tests_root):
             test_line = f"{os.path.basename(filename)}:{lineno}"
         elif _learners(filename, code_root, tests_root):
-            where = f"{os.path.relpath(filename, code_root)}:{lineno}"
-    return where, test_line
+            frames.append(f"{os.path.relpath(filename, code_root)}:{lineno}")
+    return tuple(frames), test_line
 
 
 def failed_at(exc: BaseException | None, tb_entries: list[tuple[str, int]], tests_root: str) -> str:
@@ -294,15 +301,17 @@ class CatalogPlugin:
             return  # keep the first failure: later phases usually fail because of it
         exc = call.excinfo.value if call.excinfo else None
         entries = [(str(e.path), e.lineno + 1) for e in call.excinfo.traceback] if call.excinfo else []
-        where, test_line = locate(entries, self.code_root, self.tests_root)
+        frames, test_line = learner_frames(entries, self.code_root, self.tests_root)
         self.current.update(
             status=classify(exc, call.when) if exc is not None else Status.ERROR,
             message=short_message(exc, write_limit=self.max_file_bytes, test=report.nodeid.split("::")[-1].split("[")[0])
             if exc is not None else str(report.longrepr)[:500],
-            where=where,
+            where=frames[-1] if frames else "",
             test_line=test_line,
             details=details(exc, self.tests_root) if exc is not None else str(report.longrepr),
             failed_at=failed_at(exc, entries, self.tests_root),
+            # where a timer fires is chance, not a place: a timeout's frames say nothing
+            frames=() if isinstance(exc, TestTimeout) else frames,
         )
 
     def pytest_runtest_logreport(self, report) -> None:  # noqa: ANN001

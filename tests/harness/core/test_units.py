@@ -29,30 +29,102 @@ def test_chapter_ids_normalize(spelling: str) -> None:
     assert normalize_id(spelling) == "ag01", f"normalize_id({spelling!r}) = {normalize_id(spelling)!r}"
 
 
-def test_the_hint_names_a_pitfall_only_on_a_clear_match() -> None:
-    from course.pitfall_hints import name_pitfall
+def _known(**extra):  # noqa: ANN003, ANN202
+    from course.pitfall_hints import Known
 
     signatures = {
-        "a1": frozenset({"sse[crlf]@t.py:10 AssertionError", "sse[cr]@t.py:10 AssertionError"}),
+        "a1": frozenset({"sse[crlf]@t.py:10 AssertionError", "sse[cr]@t.py:10 AssertionError",
+                         "sse[lone]@t.py:10 AssertionError"}),
+        "a2": frozenset({"sse[lf]@t.py:12 AssertionError", "sse[cr]@t.py:12 AssertionError"}),
         "b1": frozenset({"seams@t.py:40 AssertionError", "context@t.py:50 AssertionError"}),
         "c1": frozenset({"seams@t.py:40 AssertionError", "retry@t.py:90 AssertionError"}),
         "d1": frozenset({"retry@t.py:90 AssertionError", "retry@t.py:95 AssertionError"}),
+        "e1": frozenset({"decode@t.py:70 AssertionError", "decode@t.py:71 AssertionError"}),
+        "e2": frozenset({"decode@t.py:70 AssertionError", "decode@t.py:72 AssertionError"}),
+        "f1": frozenset({"budget@t.py:30 AssertionError"}),
+        "g1": frozenset({"parse@t.py:5 KeyError", "parse[b]@t.py:5 KeyError", "parse[c]@t.py:5 KeyError"}),
     }
-    pitfall_of = {"a1": 2, "b1": 9, "c1": 6, "d1": 7}
-    assert name_pitfall(signatures["a1"], signatures, pitfall_of) == 2, "an exact match names its pitfall"
-    # the same broad test, at the same assert, fails for two pitfalls: about as close to both, so silent
-    ambiguous = frozenset({"seams@t.py:40 AssertionError"})
-    assert name_pitfall(ambiguous, signatures, pitfall_of) is None, "a tie between two pitfalls must stay silent"
-    one_of_four = frozenset({"sse[crlf]@t.py:10 AssertionError", "x@t.py:1 KeyError", "y@t.py:2 KeyError"})
-    assert name_pitfall(one_of_four, signatures, pitfall_of) is None, "a weak match must stay silent"
-    outside = frozenset({"unknown@t.py:3 AssertionError"})
-    assert name_pitfall(outside, signatures, pitfall_of) is None, "failures outside every signature: silent"
+    places = {"a1": ("sse.py::Reader._lines",), "a2": ("sse.py::Reader._fields",), "b1": ("ctx.py::current",),
+              "c1": ("retry.py::Retrying.run",), "d1": ("retry.py::delay",), "e1": ("sse.py::Decoder.decode",),
+              "e2": ("sse.py::Decoder._chunk",), "f1": ("loop.py::run",), "g1": ("sse.py::Reader._fields",)}
+    pitfall_of = {"a1": 2, "a2": 2, "b1": 9, "c1": 6, "d1": 7, "e1": 3, "e2": 4, "f1": 5, "g1": 2}
+    pitfall_places = {2: ("Reader",), 9: ("current",), 6: ("Retrying.run",), 7: ("delay",), 3: ("Decoder.decode",),
+                      4: ("Decoder._chunk",), 5: ("run",)}
+    return Known({**signatures, **extra}, places, pitfall_of, pitfall_places)
+
+
+def test_the_hint_names_a_place_and_a_pitfall_only_on_a_clear_match() -> None:
+    from course.pitfall_hints import Evidence, Hint, hint
+
+    known = _known()
+    exact = Evidence(known.signatures["a1"])
+    assert hint(exact, known) == Hint("sse.py::Reader._lines", 2), "an exact match names its function and pitfall"
+    # the same broad test, at the same assert, fails for two pitfalls in two functions: silent on both
+    assert hint(Evidence(frozenset({"seams@t.py:40 AssertionError"})), known) == Hint(), "a tie must stay silent"
+    weak = frozenset({"sse[crlf]@t.py:10 AssertionError", "x@t.py:1 KeyError", "y@t.py:2 KeyError"})
+    assert hint(Evidence(weak), known) == Hint(), "a weak match must stay silent"
+    assert hint(Evidence(frozenset({"unknown@t.py:3 AssertionError"})), known) == Hint(), "failures outside every signature"
     # the same case failing at another assert is another check: it does not count as a match
-    elsewhere = frozenset({"sse[crlf]@t.py:12 AssertionError", "sse[cr]@t.py:12 AssertionError"})
-    assert name_pitfall(elsewhere, signatures, pitfall_of) is None, "a different failing assert is not the same bug"
-    # a loaded machine turns an assert of a slow case into a timeout: the same evidence, the same hint
-    loaded = frozenset({"sse[crlf]@timeout", "sse[cr]@t.py:10 AssertionError"})
-    assert name_pitfall(loaded, signatures, pitfall_of) == 2, "a timeout reads as the same case's failure"
+    elsewhere = frozenset({"sse[crlf]@t.py:11 AssertionError", "sse[cr]@t.py:11 AssertionError",
+                           "sse[lone]@t.py:11 AssertionError"})
+    assert hint(Evidence(elsewhere), known) == Hint(), "a different failing assert is not the same bug"
+    # one failing check is where many bugs meet: a place, but no pitfall
+    assert hint(Evidence(known.signatures["f1"]), known) == Hint("loop.py::run", None)
+    # the same checks failing at other cases of the test: still that function
+    other_cases = Evidence(frozenset({"sse[tab]@t.py:10 AssertionError", "sse[lf]@t.py:10 AssertionError"}))
+    assert hint(other_cases, known).place == "sse.py::Reader._lines"
+    # two methods of one class fit alike: the class is the place, and no pitfall (two of them fit)
+    both = Evidence(frozenset({"decode@t.py:70 AssertionError", "decode@t.py:71 AssertionError",
+                               "decode@t.py:72 AssertionError"}))
+    assert hint(both, known) == Hint("sse.py::Decoder", None)
+
+
+def test_a_method_is_named_only_when_the_recordings_know_its_class() -> None:
+    from course.languages.protocol import Function
+    from course.pitfall_hints import Evidence, hint
+
+    known = _known()
+    exact = Evidence(known.signatures["a1"])
+    known_methods = [Function("Reader._lines", 1, 9), Function("Reader._fields", 10, 19)]
+    assert hint(exact, known, lambda path: known_methods).place == "sse.py::Reader._lines"
+    # a method of some length that no documented mutant changes: the recordings cannot tell it apart
+    more = known_methods + [Function("Reader._split", 20, 29)]
+    assert hint(exact, known, lambda path: more).place == "sse.py::Reader"
+    short = known_methods + [Function("Reader.__iter__", 20, 21)]
+    assert hint(exact, known, lambda path: short).place == "sse.py::Reader._lines", "a two-line method does not count"
+
+
+def test_a_loaded_machine_gives_the_same_hint() -> None:
+    from course.pitfall_hints import Evidence, hint
+
+    known = _known()
+    quiet = Evidence(known.signatures["a1"])
+    # the first case's assert became a timeout, and the run's other cases of that test were not run
+    loaded = Evidence(frozenset({"sse[crlf]@timeout"}))
+    assert hint(loaded, known) == hint(quiet, known)
+    half = Evidence(frozenset({"sse[crlf]@timeout", "sse[cr]@t.py:10 AssertionError", "sse[lone]@t.py:10 AssertionError"}))
+    assert hint(half, known) == hint(quiet, known)
+
+
+def test_crashes_point_at_a_place_and_a_pitfall_must_agree_with_it() -> None:
+    from course.pitfall_hints import Evidence, Hint, hint
+
+    known = _known()
+    crashed = Evidence(frozenset({"load@t.py:6 KeyError", "load[b]@t.py:6 TypeError"}),
+                       {"load@t.py:6 KeyError": ("sse.py::Decoder.decode", "sse.py::Decoder._chunk"),
+                        "load[b]@t.py:6 TypeError": ("sse.py::Decoder._chunk",)})
+    assert hint(crashed, known) == Hint("sse.py::Decoder._chunk", None), "every failure crashed in one function"
+    asserted = Evidence(frozenset({"parse@t.py:5 AssertionError"}), {"parse@t.py:5 AssertionError": ("sse.py::Decoder._chunk",)})
+    assert hint(asserted, known) == Hint(), "an assert the learner's code raised is no crash"
+    # the signatures say Reader._fields, the crashes Decoder._chunk: no place
+    against = Evidence(known.signatures["g1"], {m: ("sse.py::Decoder._chunk",) for m in known.signatures["g1"]})
+    assert hint(against, known).place == ""
+    along = Evidence(known.signatures["g1"], {m: ("sse.py::Reader._fields",) for m in known.signatures["g1"]})
+    assert hint(along, known) == Hint("sse.py::Reader._fields", 2)
+    # a pitfall whose places are elsewhere than the place is not named
+    moved = _known()
+    moved = type(moved)(moved.signatures, moved.places, moved.pitfall_of, {**moved.pitfall_places, 2: ("Decoder",)})
+    assert hint(Evidence(moved.signatures["a1"]), moved) == Hint("sse.py::Reader._lines", None)
 
 
 def test_timeouts_and_asserts_of_one_case_read_the_same_in_a_recording() -> None:

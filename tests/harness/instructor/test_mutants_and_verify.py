@@ -151,7 +151,7 @@ def test_verify_fails_when_stubs_are_out_of_step_with_the_reference(syn, content
     assert ran.code == 1 and "the stubs do not even load" in ran.out and "syntax error" in ran.out, ran.out
 
 
-def test_one_documented_bug_gets_its_pitfall_named(syn, content: Path, learner: Path) -> None:
+def test_one_documented_bug_gets_its_place_and_pitfall_named(syn, content: Path, learner: Path) -> None:
     from course.chapters import load_folder
     from course.mutant import apply
 
@@ -160,9 +160,17 @@ def test_one_documented_bug_gets_its_pitfall_named(syn, content: Path, learner: 
     assert chapter.signatures_path.is_file(), "the synthetic chapter records its kill signatures"
     start_in_process(content, learner)
     syn_reference(content, learner)
-    mutant = next(m for m in track.mutants if m.id == "m2")
+    mutant = next(m for m in track.mutants if m.id == "m1")  # four broken checks: enough to name a pitfall
     apply(mutant, learner)
     ran = syn("check", cwd=learner)
     assert ran.code == 1
     pitfall = chapter.pitfall(mutant.pitfall)
-    assert f"hint: this pattern of failures matches pitfall {pitfall.id}: {pitfall.title}" in ran.out, ran.out
+    line = next(n for n, text in enumerate((learner / "pkg" / "calc.py").read_text().splitlines(), 1)
+                if text.startswith("def add("))
+    assert f"hint: the failures come from `add` (pkg/calc.py:{line})\n" in ran.out, ran.out
+    assert f"      they match pitfall {pitfall.id}: {pitfall.title} (`course show syn`, Pitfalls)" in ran.out, ran.out
+    # two broken checks are where many bugs meet: the place, and no pitfall
+    syn_reference(content, learner)
+    apply(next(m for m in track.mutants if m.id == "m2"), learner)
+    ran = syn("check", cwd=learner)
+    assert "hint: the failures come from `total`" in ran.out and "pitfall" not in ran.out.split("hint:")[1], ran.out
