@@ -21,7 +21,8 @@ language: request.env, given to the test process as it is (course.environment na
 Below the events: Adapter, what every language implements, and the optional capabilities only some
 offer (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration, Foreground, Outline), which an
 adapter declares in `capabilities` and a command asks for with course.languages.capability.
-course.languages.scripted is the smallest adapter that keeps the contract; contract_problems says what one lacks.
+course.languages.scripted is the smallest adapter that keeps the contract; contract_problems says what
+one lacks.
 """
 
 from __future__ import annotations
@@ -305,6 +306,26 @@ class Foreground(Protocol):
         foreground (course.processes.foreground: the terminal's, no time limit); its exit code, 0
         when it passed. With `debugger`, under the language's debugger where the harness can start
         one; where it cannot, print the commands that do, to run by hand, and return 0."""
+
+
+@dataclass(frozen=True)
+class Function:
+    """A function or method a source file defines, as a learner reads its name."""
+
+    name: str  # 'Decoder.decode', 'run_loop'; in Go 'EventReader.Next' (the receiver's type, no *)
+    first: int  # its first line (1-based)
+    last: int  # its last line
+
+
+@runtime_checkable
+class Outline(Protocol):
+    """The pitfall hints' places: the functions of a source file with their lines, so that a failure's
+    frame (file:line) or a documented mutant's change is placed in a function by its name."""
+
+    def functions(self, source: str) -> list[Function]:
+        """The functions and methods `source` defines, in source order: those at the top level and
+        those of its classes or types, a function nested in another counting as part of it; [] when
+        the source cannot be read."""
 
 
 CAPABILITIES: tuple[type, ...] = (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration, Foreground,
