@@ -38,17 +38,35 @@ def similarity(a: frozenset[str], b: frozenset[str]) -> float:
 def name_pitfall(failing: frozenset[str], signatures: Mapping[str, frozenset[str]],
                  pitfall_of: Mapping[str, int]) -> int | None:
     """The pitfall whose mutants' signatures the failing signature clearly resembles, or None."""
-    best: dict[int, float] = {}
-    for mutant, signature in signatures.items():
-        if signature and mutant in pitfall_of:
-            pitfall = pitfall_of[mutant]
-            best[pitfall] = max(best.get(pitfall, 0.0), similarity(failing, signature))
-    ranked = sorted(best.items(), key=lambda item: item[1], reverse=True)
+    ranked = sorted(closeness(failing, signatures, pitfall_of).items(), key=lambda item: item[1], reverse=True)
     if not ranked or ranked[0][1] < MIN_SIMILARITY:
         return None
     if len(ranked) > 1 and ranked[1][1] >= MARGIN * ranked[0][1]:
         return None  # two pitfalls fit about as well: naming either could send the learner astray
     return ranked[0][0]
+
+
+def closeness(failing: frozenset[str], signatures: Mapping[str, frozenset[str]],
+              pitfall_of: Mapping[str, int]) -> dict[int, float]:
+    """Each pitfall's closest documented mutant to the failing signature (Jaccard index)."""
+    best: dict[int, float] = {}
+    for mutant, signature in signatures.items():
+        if signature and mutant in pitfall_of:
+            pitfall = pitfall_of[mutant]
+            best[pitfall] = max(best.get(pitfall, 0.0), similarity(failing, signature))
+    return best
+
+
+def pitfall_scores(chapter: Chapter, track: Track, result: CheckResult) -> tuple[dict[int, float], int | None]:
+    """For a class's report: how close the run's failures come to each pitfall (those above 0,
+    rounded to two places), and the pitfall the hint names (None when it stays silent). Nothing
+    when the run passed, could not run, or failed every test (stubs match everything a little)."""
+    if result.problem or not result.failing or len(result.failing) == result.total:
+        return {}, None
+    signatures = recorded.load(chapter, track)
+    pitfall_of = {m.id: m.pitfall for m in track.mutants}
+    scores = {p: round(v, 2) for p, v in closeness(result.signature, signatures, pitfall_of).items() if v > 0}
+    return scores, name_pitfall(result.signature, signatures, pitfall_of)
 
 
 def diagnose(chapter: Chapter, track: Track, result: CheckResult) -> str:

@@ -40,14 +40,30 @@ from course.errors import UsageError
 @click.option("-v", "--verbose", is_flag=True, help="Every test, full failure texts and tracebacks, captured output.")
 @language_option("The track, with --reference.")
 @click.option("--coverage", is_flag=True, help="Also show the lines of your files that no test ran.")
+@click.option("--sandbox/--no-sandbox", "sandboxed", default=None,
+              help="Run the check in a sandbox (bubblewrap), on a copy of your repository "
+                   "[default: no, unless COURSE_SANDBOX=1].")
 def check(chapter: Any, reference: bool, select: str, case: str, stop_first: bool, last_failed: bool,
           timeout: float | None, budget: float | None, json_path: Path | None, junit_path: Path | None,
-          autograding_path: Path | None, verbose: bool, language: str, coverage: bool) -> None:
+          autograding_path: Path | None, verbose: bool, language: str, coverage: bool,
+          sandboxed: bool | None) -> None:
     """Run the chapter's catalog on your code: exit 0 when every test passes, 1 otherwise.
 
     Only a full run records progress: with -k, --case, --lf or -x the verdict is shown, and
     `course list` still shows the last full check.
     """
+    from course.commands.learner import sandboxed as sandbox
+
+    if sandbox.wanted(sandboxed):
+        writable(json_path, junit_path, autograding_path)
+        options = [*([chapter.id] if chapter is not None else []), *(["--reference", "--language", language]
+                   if reference else []), *(["-k", select] if select else []), *(["--case", case] if case else []),
+                   *(["-x"] if stop_first else []), *(["--lf"] if last_failed else []),
+                   *(["--timeout", f"{timeout:g}"] if timeout else []), *(["--budget", f"{budget:g}"] if budget else []),
+                   *(["-v"] if verbose else []), *(["--coverage"] if coverage else [])]
+        sandbox.run(code_under_test(chapter, reference, language),
+                    outputs={"--json": json_path, "--junit-xml": junit_path, "--autograding": autograding_path},
+                    options=options)
     from course import languages
     from course.check import DEFAULT_BUDGET, DEFAULT_TIMEOUT, run_check
     from course.processes import single_run_workers
