@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -59,6 +60,7 @@ def main() -> int:
     tracks = [(c.id, t.language) for c in chapters.load_all() if not args.chapter or c.id in args.chapter
               for t in c.tracks.values()]
     tally = {f"{c} {lang}": {"runs": 0, "failed_runs": 0, "tests": Counter(), "seconds": []} for c, lang in tracks}
+    signal.signal(signal.SIGTERM, _stopped)  # `kill PID` ends the busy loops too, as Ctrl-C does
     loops = busy_loops(args.busy)
     try:
         with tempfile.TemporaryDirectory(prefix="course-load-") as scratch:
@@ -86,6 +88,10 @@ def main() -> int:
         print(f"{name}: {entry['failed_runs']} of {entry['runs']} runs failed "
               f"(median {entry['median_seconds']} s){''.join(f'; {t} x{n}' for t, n in entry['tests'].items())}")
     return 1 if any(e["failed_runs"] for e in report.values()) else 0
+
+
+def _stopped(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def summary(tally: dict) -> dict:

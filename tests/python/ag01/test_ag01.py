@@ -988,7 +988,7 @@ def test_transport_faults_in_band(server, sleeps, fault, wrapped):
     assert len(server.requests) == 1, f"{fault}: got {len(server.requests)} requests, want 1"
 
 
-def test_stalled_stream_times_out(server, second_server, sleeps):
+def test_stalled_stream_times_out(server, second_server, fresh_server, sleeps):
     """A server that goes silent in the middle of a stream: after Config.timeout without a byte, the stream
     ends with an ErrorDelta holding a TimeoutError, directly and through with_retry (no retry).
 
@@ -996,8 +996,10 @@ def test_stalled_stream_times_out(server, second_server, sleeps):
     time, each against a server of its own (the direct run in a second thread): they share nothing but
     the clock, so the test costs one timeout instead of two. On a busy machine even the answer's head
     can come later than 0.01 s: a short run that goes wrong in any way is run again with a 0.5 s
-    timeout, and that run is the one judged. A slow machine costs time, never a wrong verdict, and a
-    client that is wrong is wrong at both timeouts."""
+    timeout, and that run is the one judged. It runs against a new server: the short run's requests
+    (a retry of a head that came late) may still be on their way to the old one, and must not be
+    counted as the second run's. A slow machine costs time, never a wrong verdict, and a client that is
+    wrong is wrong at both timeouts."""
 
     def run_once(srv, wrapped: bool, timeout: float) -> tuple[list, int, list]:
         """The deltas, the number of requests and the waits asked for (only the wrapped run has any)."""
@@ -1021,7 +1023,9 @@ def test_stalled_stream_times_out(server, second_server, sleeps):
             timed_out = isinstance(last, types.ErrorDelta) and isinstance(last.error, TimeoutError)
             if texts(deltas) == ["a"] and timed_out and requests == 1 and not waits:
                 return short
-        return run_once(srv, wrapped, 0.5)
+        return run_once(spare[wrapped], wrapped, 0.5)
+
+    spare = {wrapped: fresh_server() for wrapped in (False, True)}  # made here: the fixture's stack is not thread-safe
 
     outcome: dict[bool, object] = {}
 
