@@ -79,6 +79,7 @@ HIDDEN = ("/home", "/root", "/run", "/var/tmp", "/mnt", "/media", "/srv")
 HIDDEN_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/ssh", "/etc/sudoers",
                 "/etc/sudoers.d")
 MAX_BROUGHT = 32 * MiB  # the most of one file brought back out
+OUT_SIZE = 64 * MiB  # the folder of the files brought back out, a tmpfs of its own
 
 
 # An instructor's setting (a lab machine's environment): "1" (or "true", "yes") makes every `course
@@ -267,6 +268,9 @@ class Sandbox:
             if os.path.isfile(name):  # a file is hidden behind an empty one
                 args += ["--ro-bind", "/dev/null", name]
         args += ["--size", str(self.limits.disk), "--tmpfs", TMP]
+        # the files brought back out have a place of their own: code that fills the disk still gets
+        # its results written, and judged
+        args += ["--size", str(OUT_SIZE), "--tmpfs", OUT]
         for path in _needed(self.env):  # put back, read-only, what the check needs from a hidden folder
             if any(path != h and _under(path, h) for h in (*hidden, TMP)):
                 args += ["--ro-bind", path, path]
