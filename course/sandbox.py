@@ -258,7 +258,8 @@ class Sandbox:
 
     def _mounts(self) -> list[str]:
         hidden = [p for p in (*HIDDEN, *HIDDEN_FILES, str(Path.home()), *map(str, self.hide))
-                  if os.path.isdir(p) and not os.path.islink(p) and not _under(p, TMP)]  # /tmp is new anyway
+                  if os.path.isdir(p) and not os.path.islink(p) and not _under(p, TMP)  # /tmp is new anyway
+                  and os.path.dirname(p.rstrip("/")) != p.rstrip("/")]  # never the root itself
         hidden = sorted({h for h in hidden if not any(h != o and _under(h, o) for o in hidden)})
         args = ["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
                 "--size", str(self.limits.shm), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
@@ -438,7 +439,7 @@ def _inside(spec: dict[str, Any]) -> int:
 
 def _send(out: Any, message: dict[str, Any], code: int) -> int:
     try:
-        out.write(json.dumps(message))
+        out.write(json.dumps(message, ensure_ascii=False))  # as large as the files, not six times
         out.close()
     except OSError:
         pass

@@ -149,6 +149,25 @@ def test_a_document_that_is_not_results_is_not_judged() -> None:
         assert not row_from_results("x", doc).judged, doc
 
 
+def test_grade_without_bubblewrap_says_how_to_install_it(course, tmp_path: Path) -> None:
+    import os
+    import sys
+
+    env = _tiny(tmp_path)
+    roster = tmp_path / "class"
+    roster.mkdir()
+    _learner_repo(roster / "ann", course, env, code=TINY_REFERENCE)
+    bare = tmp_path / "bin"  # a PATH with python and git, and no bwrap
+    bare.mkdir()
+    (bare / "python3").symlink_to(os.path.realpath(sys.executable))
+    (bare / "git").symlink_to(shutil.which("git"))
+    ran = course("grade", str(roster), "--json", str(tmp_path / "b.json"), "--csv", str(tmp_path / "b.csv"),
+                 cwd=tmp_path, env={**env, "PATH": str(bare)})
+    lines = ran.err.strip().splitlines()
+    assert ran.code == 2 and len(lines) == 1 and "apt-get install bubblewrap" in lines[0] and "--no-sandbox" in lines[0], ran.err
+    assert not (tmp_path / "b.json").exists(), "nothing graded"
+
+
 def test_grade_usage_errors(course, tmp_path: Path) -> None:
     both = course("grade", str(tmp_path), "--from-results", str(tmp_path), cwd=tmp_path)
     neither = course("grade", cwd=tmp_path)
@@ -209,12 +228,13 @@ def test_start_refuses_a_source_that_is_not_pinned(course, learner: Path) -> Non
 
 
 def _actionlint() -> str | None:
-    import os
-    import shutil
-
+    """actionlint on PATH, or where `go install` put it (GOPATH's bin)."""
     found = shutil.which("actionlint")
-    home = Path(os.path.expanduser("~/go/bin/actionlint"))
-    return found or (str(home) if home.is_file() else None)
+    if found or not shutil.which("go"):
+        return found
+    gopath = subprocess.run(["go", "env", "GOPATH"], capture_output=True, text=True, timeout=60).stdout.strip()
+    installed = Path(gopath, "bin", "actionlint")
+    return str(installed) if gopath and installed.is_file() else None
 
 
 @pytest.mark.skipif(_actionlint() is None, reason="actionlint is not installed "

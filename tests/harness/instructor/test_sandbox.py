@@ -145,3 +145,11 @@ def test_check_sandbox_stops_the_escape_and_records_progress(course, place: Path
     assert progress["chapters"][TINY]["last_check"]["passed"] == 2 and progress["chapters"][TINY]["passed_fingerprint"]
     assert sorted(p.name for p in (roster / "alice").iterdir()) == [".course", ".course.json", "calc.py"], (
         "the check ran on a copy: nothing else appears in the repository")
+
+
+def test_memory_beyond_the_limit_is_refused(course, place: Path) -> None:
+    # half a GiB written, where each process of the check may write 256 MiB
+    hog = "HOG = bytearray(512 << 20)\n" + ADD
+    roster, env = _class(course, place, {"harry": hog})
+    rows = _grade(course, place, roster, env, "--memory", "256")
+    assert rows["harry"]["status"] != "pass" and "MemoryError" in " ".join(rows["harry"]["reasons"]), rows["harry"]
