@@ -57,8 +57,17 @@ class Row:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Row:
+        """A row as write_json wrote it (a book of an earlier course: one string of reasons, the
+        commit and its date in one field)."""
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        row = cls(**{k: v for k, v in data.items() if k in known})
+        for name in ("reasons", "rejudged"):
+            value = getattr(row, name)
+            if isinstance(value, str):
+                setattr(row, name, [value] if value else [])
+        if not row.commit and isinstance(data.get("last_commit"), str):
+            row.commit, _, row.commit_date = data["last_commit"].partition(" ")
+        return row
 
 
 def not_judged(learner: str, why: str, **values: Any) -> Row:
