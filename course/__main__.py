@@ -8,8 +8,15 @@ import sys
 EARLY_START = ("check",)
 
 
+def _sandboxed() -> bool:
+    """A check run in the sandbox runs its tests in there: nothing to start out here."""
+    from course.sandbox import asked
+
+    return asked(True if "--sandbox" in sys.argv else False if "--no-sandbox" in sys.argv else None)
+
+
 def main() -> None:
-    if sys.argv[1:2] and sys.argv[1] in EARLY_START:
+    if sys.argv[1:2] and sys.argv[1] in EARLY_START and not _sandboxed():
         from course import languages, rundir
         from course.processes import single_run_workers
 

@@ -15,8 +15,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 
+# Names the course's cache folder itself (the sandbox gives each run a private, writable one, while the
+# user's cache folder, where other tools keep theirs, stays readable and unchanged).
+VARIABLE = "COURSE_CACHE"
+
+
 def folder() -> Path:
-    """$XDG_CACHE_HOME/course, or ~/.cache/course."""
+    """$COURSE_CACHE, or $XDG_CACHE_HOME/course, or ~/.cache/course."""
+    if os.environ.get(VARIABLE):
+        return Path(os.environ[VARIABLE])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "course"
 

@@ -48,6 +48,10 @@ class CatalogEntry:
     task: int = 0  # the task it belongs to (exercism's task_id); 0 for none
     stated_in: tuple[tuple[str, str], ...] = ()  # (kind, where): ("section", "2.2 Server-sent events")
     hints: tuple[str, ...] = ()  # HINT_LEVELS of them, from the idea to the shape of the code
+    # The test waits on the clock (a read timeout, a connection seen closed within a deadline): `course
+    # grade` judges a failure of it again, once, before the failure counts. A catalog must still pass
+    # on correct code under load; this is the gradebook's second look, not a licence to be flaky.
+    timing_sensitive: bool = False
 
     @property
     def section_label(self) -> str:
@@ -458,6 +462,7 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             task=f.get("task", int, 0),
             stated_in=_stated_in(f, f.get("name", str)),
             hints=f.strings("hints", ()),
+            timing_sensitive=f.get("timing_sensitive", bool, False),
         )
         if entry.weight < 0 or entry.weight != entry.weight:
             raise ManifestError(f"{f.where} ({entry.name}): field 'weight' must be a number of points, 0 or more")

@@ -49,6 +49,7 @@ def run_checks(needed: frozenset[str] = frozenset()) -> Iterator[Check]:
             yield Check(status, f"{language}", f"needed by the {language} tracks ({tracks}): {exc.message}")
             continue
         yield Check(OK, language, found)
+    yield _sandbox()
     for chapter in everything:
         for track in chapter.tracks.values():
             yield _content(chapter, track)
@@ -61,6 +62,18 @@ def run_checks(needed: frozenset[str] = frozenset()) -> Iterator[Check]:
     if temporary.name.startswith(rundir.PREFIX):
         temporary = temporary.parent  # this command's own folder (course.rundir) was made in it
     yield _writable("temporary", temporary, "set TMPDIR to a folder you can write")
+
+
+def _sandbox() -> Check:
+    """The sandbox `course grade` runs learner code in: a learner never needs it, so missing is a warning."""
+    from course import sandbox
+
+    why = sandbox.unusable()
+    if why:
+        return Check(WARN, "sandbox", f"course grade runs learner code in it: {why}")
+    limit = sandbox.process_limit()
+    return Check(OK, "sandbox", f"bubblewrap can make one ({sandbox.Limits().describe()})"
+                 + (f"; but {limit}" if limit else ""))
 
 
 def _content(chapter: Chapter, track: Track) -> Check:

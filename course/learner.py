@@ -1,8 +1,13 @@
-"""The learner's repository: where it is, and the small state file at its root.
+"""The learner's repository: where it is, and the small state files the course keeps in it.
 
-The state file (.course.json) records which chapters were started, the last chapter touched, and the
+The state file (.course.json, at the root) records which chapters were started, in which track, the
+current chapter and the hints revealed: what a CI run of `course check` needs to know which chapter
+to check, so the learner commits it with their code, and only `start`, `hint` and a change of
+chapter rewrite it (a check never does: git does not show it changed after every check). The
+progress file (.course/progress.json, which git ignores: .course/.gitignore says so) records the
 result of each chapter's last check with a fingerprint of the files it ran on, so that `course diff`
-can tell whether the current files are the ones that passed.
+can tell whether the current files are the ones that passed. A state file written before the two
+were apart holds the progress too; it is read from there until the next save moves it.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from course.languages.registry import DEFAULT_LANGUAGE
 
 STATE_FILE = ".course.json"
 STATE_VERSION = 1
+PROGRESS_FILE = ".course/progress.json"
+PROGRESS_FIELDS = ("last_check", "passed_fingerprint")  # a ChapterState's fields kept in the progress file
 
 
 def find_root(start: Path | None = None) -> Path | None:
@@ -83,7 +90,9 @@ class LearnerRepo:
             return cls(root=root)
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
-            return cls(root=root, current=_current(raw), chapters=_chapters(raw))
+            current = _current(raw)
+            _with_progress(raw, _progress(root))
+            return cls(root=root, current=current, chapters=_chapters(raw))
         except (ValueError, TypeError, AttributeError, KeyError) as exc:
             raise UsageError(
                 f"{path} is not a course state file ({exc}); move it aside and run `course start` again"
@@ -113,24 +122,66 @@ class LearnerRepo:
         return self.current
 
     def save(self) -> None:
-        """Write atomically: a crash mid-write never leaves a half state file."""
-        data = {
-            "version": STATE_VERSION,
-            "current": self.current,
-            "chapters": {k: vars(v) for k, v in sorted(self.chapters.items())},
-        }
-        fd, tmp = tempfile.mkstemp(prefix=".course.", dir=self.root)
-        try:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.fchmod(fd, 0o666 & ~umask)  # an ordinary file, not mkstemp's private 0600
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(data, out, indent=2)
-                out.write("\n")
-            os.replace(tmp, self.root / STATE_FILE)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        """Write both files, each atomically (a crash mid-write never leaves half a file), and each only
+        when what it says changed: a check that changes no chapter leaves the state file as it was."""
+        chapters = {k: vars(v) for k, v in sorted(self.chapters.items())}
+        state = {"version": STATE_VERSION, "current": self.current,
+                 "chapters": {k: {f: v for f, v in c.items() if f not in PROGRESS_FIELDS} for k, c in chapters.items()}}
+        progress = {"version": STATE_VERSION,
+                    "chapters": {k: {f: c[f] for f in PROGRESS_FIELDS} for k, c in chapters.items()}}
+        folder = self.root / Path(PROGRESS_FILE).parent
+        folder.mkdir(exist_ok=True)
+        ignore = folder / ".gitignore"
+        if not ignore.exists():  # the course's own records, not part of the learner's history
+            ignore.write_text("# written by course: nothing here belongs in git\n*\n", encoding="utf-8")
+        _write_if_changed(self.root / PROGRESS_FILE, progress)
+        _write_if_changed(self.root / STATE_FILE, state)
+
+
+def _write_if_changed(path: Path, data: dict[str, Any]) -> None:
+    text = json.dumps(data, indent=2) + "\n"
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return
+    except (OSError, UnicodeDecodeError):
+        pass
+    fd, tmp = tempfile.mkstemp(prefix=".course.", dir=path.parent)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # an ordinary file, not mkstemp's private 0600
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _progress(root: Path) -> dict[str, Any]:
+    """The progress file's chapters; nothing when it is missing or unreadable (it is only a record
+    of the last checks: the next check writes it again)."""
+    try:
+        raw = json.loads((root / PROGRESS_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}
+    chapters = raw.get("chapters") if isinstance(raw, dict) else None
+    return chapters if isinstance(chapters, dict) else {}
+
+
+def _with_progress(raw: dict, progress: dict[str, Any]) -> None:
+    """Put each chapter's progress into the state read, where the progress file has it (a state
+    file of an earlier course keeps its own otherwise)."""
+    chapters = raw.get("chapters")
+    if not isinstance(chapters, dict):
+        return
+    for chapter_id, fields in chapters.items():
+        kept = progress.get(chapter_id)
+        if isinstance(fields, dict) and isinstance(kept, dict):
+            if isinstance(kept.get("last_check"), dict):
+                fields["last_check"] = kept["last_check"]
+            if isinstance(kept.get("passed_fingerprint"), str):
+                fields["passed_fingerprint"] = kept["passed_fingerprint"]
 
 
 def _current(raw: object) -> str:

@@ -397,15 +397,46 @@ def hint(evidence: Evidence, known: Known, functions: Callable[[str], Sequence[F
 # --- the line a learner reads ----------------------------------------------------------------------
 
 
+def closeness(evidence: Evidence, known: Known) -> dict[int, float]:
+    """Each pitfall's closest documented mutant to a failing run (the Jaccard index of signatures)."""
+    best: dict[int, float] = {}
+    for mutant, signature in known.signatures.items():
+        if signature and mutant in known.pitfall_of:
+            pitfall = known.pitfall_of[mutant]
+            best[pitfall] = max(best.get(pitfall, 0.0), similarity(evidence.marks, signature))
+    return best
+
+
+def _found(chapter: Chapter, track: Track, result: CheckResult,
+           code_root: Path) -> tuple[Hint, Evidence, Known, Mapping[str, str]] | None:
+    """The hint a failing run gets, with what it was found from; None when no hint may speak (the run
+    passed, could not run, or failed every test: stubs match everything a little)."""
+    if result.problem or not result.failing or len(result.failing) == result.total:
+        return None
+    known = Known.recorded(track, chapter)  # none when stale: crashes alone can still name a place
+    texts = learner_texts(track, code_root)
+    evidence = Evidence.of(result, locator(track, texts))
+    return hint(evidence, known, outliner(track, texts)), evidence, known, texts
+
+
+def pitfall_scores(chapter: Chapter, track: Track, result: CheckResult,
+                   code_root: Path) -> tuple[dict[int, float], int | None]:
+    """For a class's report: how close the run's failures come to each pitfall (those above 0,
+    rounded to two places), and the pitfall the hint line names (None when it names none)."""
+    found = _found(chapter, track, result, code_root)
+    if found is None:
+        return {}, None
+    named, evidence, known, _ = found
+    return {p: round(v, 2) for p, v in closeness(evidence, known).items() if v > 0}, named.pitfall
+
+
 def diagnose(chapter: Chapter, track: Track, result: CheckResult, code_root: Path) -> str:
     """The hint for a check's failures, in the learner's code at code_root: '' when there is none.
     A second line, when the pitfall is named, is indented to follow a 'hint: ' prefix."""
-    if result.problem or not result.failing or len(result.failing) == result.total:
+    hinted = _found(chapter, track, result, code_root)
+    if hinted is None:
         return ""
-    known = Known.recorded(track, chapter)  # none when stale: crashes alone can still name a place
-    texts = learner_texts(track, code_root)
-    outlined = outliner(track, texts)
-    found = hint(Evidence.of(result, locator(track, texts)), known, outlined)
+    found, _, _, texts = hinted
     where = _shown_place(found.place, texts, track)
     pitfall = chapter.pitfall(found.pitfall) if found.pitfall is not None else None
     lines = [f"the failures come from {where}" if where else ""]

@@ -28,7 +28,8 @@ from course.mutation.documented import KILLED, TIMED_OUT, MutantResult, referenc
 class SelftestResult:
     tests: list[str]  # the learner's tests, catalog-style names
     on_reference: CheckResult
-    mutants: list[MutantResult] = field(default_factory=list)  # empty when the reference run failed
+    mutants: list[MutantResult] = field(default_factory=list)  # empty when no test of theirs passed there
+    judged_by: list[str] = field(default_factory=list)  # the tests that judged the mutants: those passing on the reference
 
     @property
     def wrong_expectations(self) -> list[tuple[str, str]]:
@@ -67,8 +68,8 @@ def _learner_tests(track: Track) -> LearnerTests:
 
 def run_selftest(chapter: Chapter, track: Track, root: Path, *, timeout: float, jobs: int | None = None,
                  on_mutant: Callable[[MutantResult], None] | None = None) -> SelftestResult:
-    """Run the learner's tests (in the selftest folder of `root`) on the reference, then, if they all
-    pass there, on every documented mutant of the track."""
+    """Run the learner's tests (in the selftest folder of `root`) on the reference, then the ones
+    that pass there on every documented mutant of the track."""
     folder = tests_folder(track, root)
     names = _learner_tests(track).learner_tests(track, folder) if folder.is_dir() else []
     if not names:
@@ -83,7 +84,13 @@ def run_selftest(chapter: Chapter, track: Track, root: Path, *, timeout: float, 
         # beside it): a copy of the reference, as each mutant is, never the reference itself
         on_reference = run_check(theirs, track, reference_copy(track, Path(tmp)), timeout=timeout)
     result = SelftestResult(tests=names, on_reference=on_reference)
-    if on_reference.ok and track.mutants:
-        result.mutants = run_mutants(theirs, track, list(track.mutants), jobs=jobs, on_result=on_mutant,
-                                     reference_result=on_reference)
+    # the mutants are judged by the tests that pass on the reference: one wrong expectation must not
+    # hide what all the others catch (the wrong one is reported, and the verdict stays a failure)
+    passing = [e for e in on_reference.entries if e.status.value == "pass"]
+    if not on_reference.problem and passing and track.mutants:
+        kept = {e.entry.name for e in passing}
+        judges = replace(theirs, catalog=tuple(e for e in theirs.catalog if e.name in kept))
+        result.judged_by = [e.test_name for e in passing]
+        result.mutants = run_mutants(judges, track, list(track.mutants), jobs=jobs, on_result=on_mutant,
+                                     reference_result=replace(on_reference, entries=passing))
     return result

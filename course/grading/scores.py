@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from course.results import PASS, CheckResult, EntryResult
@@ -26,19 +27,52 @@ def score(result: CheckResult) -> Score:
                  max_points=sum(e.entry.weight for e in result.entries))
 
 
+# GitHub Classroom's reporter receives the runner result base64-encoded, through a step output (GitHub
+# caps a step's outputs at 1 MB) and then an environment variable (Linux caps one environment string,
+# NAME=value, at 128 KiB: MAX_ARG_STRLEN). The encoded payload is kept under the smaller of the two,
+# with room for the variable's name: at most PAYLOAD_BYTES of JSON.
+STEP_OUTPUT_LIMIT = 1_000_000
+ENVIRONMENT_STRING_LIMIT = 128 * 1024
+PAYLOAD_BYTES = (ENVIRONMENT_STRING_LIMIT - 1024) // 4 * 3
+# Each test's message and code, cut to the first of these sizes (characters) at which the whole
+# payload fits; a cut text ends with a note of what was left out (results.json keeps it whole).
+CUTS = ((1000, 1000), (500, 300), (200, 0), (100, 0))
+
+
 def autograding(results: dict, result: CheckResult) -> dict:
     """GitHub Classroom's runner result (what its grading reporter decodes from a step output):
     version 1, a status, `max_score`, and per test its `score`. Built from results.json's tests so
-    that names, statuses and messages are the same in both files."""
-    tests = []
-    for doc, entry in zip(results["tests"], result.entries):
-        test = {key: doc[key] for key in ("name", "status", "message", "test_code") if key in doc}
-        test["score"] = _number(entry_points(entry))
-        if entry.entry.task:
-            test["task_id"] = entry.entry.task
-        tests.append(test)
+    that names, statuses and messages are the same in both files; each message and test code cut so
+    that the payload, encoded, fits where the workflow passes it (see PAYLOAD_BYTES)."""
     total = score(result)
-    return {"version": 1, "status": results["status"], "max_score": _number(total.max_points), "tests": tests}
+    for message_chars, code_chars in CUTS:
+        tests = []
+        for doc, entry in zip(results["tests"], result.entries):
+            test = {"name": doc["name"], "status": doc["status"]}
+            if "message" in doc:
+                test["message"] = cut(doc["message"], message_chars)
+            if code_chars and doc.get("test_code"):
+                test["test_code"] = cut(doc["test_code"], code_chars)
+            test["score"] = _number(entry_points(entry))
+            if entry.entry.task:
+                test["task_id"] = entry.entry.task
+            tests.append(test)
+        doc = {"version": 1, "status": results["status"], "max_score": _number(total.max_points), "tests": tests}
+        if payload_size(doc) <= PAYLOAD_BYTES:
+            break
+    return doc
+
+
+def payload_size(doc: dict) -> int:
+    """The bytes of the JSON the workflow encodes (as write_json writes it)."""
+    return len((json.dumps(doc, indent=2) + "\n").encode("utf-8"))
+
+
+def cut(text: str, limit: int) -> str:
+    """`text`, or its first `limit` characters and a note of how much was left out."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... {len(text) - limit} more characters cut; results.json has the whole text]"
 
 
 def _number(value: float) -> float | int:

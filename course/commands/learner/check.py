@@ -49,15 +49,33 @@ from course.errors import UsageError
 @click.option("--pdb", "pdb_test", metavar="TEST", shell_complete=complete_tests,
               help="Run TEST alone with your terminal attached, in the debugger where it fails (Python); "
                    "in Go, the commands that debug it with Delve.")
+@click.option("--sandbox/--no-sandbox", "sandboxed", default=None,
+              help="Run the check in a sandbox (bubblewrap), on a copy of your repository "
+                   "[default: no, unless COURSE_SANDBOX=1].")
 def check(chapter: Any, reference: bool, select: str, case: str, stop_first: bool, last_failed: bool,
-          timeout: float | None, budget: float | None, max_file_mb: float | None, json_path: Path | None, junit_path: Path | None,
-          autograding_path: Path | None, verbose: bool, language: str, coverage: bool, foreground: bool,
-          pdb_test: str | None) -> None:
+          timeout: float | None, budget: float | None, max_file_mb: float | None, json_path: Path | None,
+          junit_path: Path | None, autograding_path: Path | None, verbose: bool, language: str, coverage: bool,
+          foreground: bool, pdb_test: str | None, sandboxed: bool | None) -> None:
     """Run the chapter's catalog on your code: exit 0 when every test passes, 1 otherwise.
 
     Only a full run records progress: with -k, --case, --lf or -x the verdict is shown, and
     `course list` still shows the last full check.
     """
+    from course.commands.learner import sandboxed as sandbox
+
+    if sandbox.wanted(sandboxed):
+        if foreground or pdb_test:
+            raise UsageError("-s and --pdb give a test your terminal: they do not run in the sandbox (--no-sandbox)")
+        writable(json_path, junit_path, autograding_path)
+        options = [*([chapter.id] if chapter is not None else []), *(["--reference", "--language", language]
+                   if reference else []), *(["-k", select] if select else []), *(["--case", case] if case else []),
+                   *(["-x"] if stop_first else []), *(["--lf"] if last_failed else []),
+                   *(["--timeout", f"{timeout:g}"] if timeout else []), *(["--budget", f"{budget:g}"] if budget else []),
+                   *(["--max-file-size", f"{max_file_mb:g}"] if max_file_mb else []),
+                   *(["-v"] if verbose else []), *(["--coverage"] if coverage else [])]
+        sandbox.run(code_under_test(chapter, reference, language),
+                    outputs={"--json": json_path, "--junit-xml": junit_path, "--autograding": autograding_path},
+                    options=options)
     from course import languages
     from course.check import DEFAULT_BUDGET, DEFAULT_MAX_FILE_MB, DEFAULT_TIMEOUT, run_check
     from course.processes import single_run_workers
@@ -96,7 +114,7 @@ def check(chapter: Any, reference: bool, select: str, case: str, stop_first: boo
         if json_path or autograding_path:
             from course.grading.gradebook import check_record
 
-            record = check_record(chapter, track, repo, result)
+            record = check_record(chapter, track, repo, result, code_root)
             doc = results_json(result, languages.get(track.language).test_sources(track), course=record)
         if json_path:
             write_json(json_path, doc)

@@ -19,7 +19,12 @@ from course.errors import UsageError
 @click.option("--switch", is_flag=True, help="Make CHAPTER the current chapter even if it was started before.")
 @click.option("--ci", type=click.Choice(["github"]), default=None,
               help="Also write a CI workflow that checks every push and uploads results.json.")
-def start(chapter: Any, directory: Path | None, language: str, switch: bool, ci: str | None) -> None:
+@click.option("--from", "origin", default=None, metavar="SOURCE",
+              help="With --ci: where the workflow installs the course from, a git URL at a tag or commit "
+                   "(git+https://host/course.git@v1) or a wheel's URL with its sha256 (…/course-0.1.0-py3-none-any.whl"
+                   "#sha256=HEX) [default: where this course was installed from, when that is one of them].")
+def start(chapter: Any, directory: Path | None, language: str, switch: bool, ci: str | None,
+          origin: str | None) -> None:
     """Write CHAPTER's stubs into your repository; never overwrites a file.
 
     A chapter started for the first time becomes the current one (what commands act on when no
@@ -29,6 +34,7 @@ def start(chapter: Any, directory: Path | None, language: str, switch: bool, ci:
     from course.scaffold import scaffold
 
     track = chapter.track(language)
+    source = _ci_source(ci, origin)
     root = directory.resolve() if directory else default_start_root()
     if root.exists() and not root.is_dir():
         raise UsageError(f"{root} is not a folder")
@@ -54,7 +60,7 @@ def start(chapter: Any, directory: Path | None, language: str, switch: bool, ci:
         from course.grading import workflow
         from course.scaffold import write_new
 
-        write_new(root, str(workflow.target(ci)), workflow.text(ci), result)
+        write_new(root, str(workflow.target(ci)), workflow.text(ci, source), result)
     again = chapter.id in repo.chapters
     state = repo.chapters.setdefault(chapter.id, ChapterState(started=now(), language=language))
     state.language = language
@@ -78,6 +84,24 @@ def start(chapter: Any, directory: Path | None, language: str, switch: bool, ci:
         return
     echo(f"\nnext: `course show {chapter.id}` to read the chapter, `course tests {chapter.id}` for the catalog, "
          f"`course check {chapter.id}` for a verdict.")
+    echo("commit .course.json with your code: it records the chapter you are on, which your CI checks.")
+
+
+def _ci_source(ci: str | None, origin: str | None) -> Any:
+    """Where the CI workflow installs the course from: --from, else this course's own pinned origin."""
+    if ci is None:
+        if origin is not None:
+            raise UsageError("--from names where a CI workflow installs the course from: give it with --ci github")
+        return None
+    from course.grading import workflow
+
+    if origin is not None:
+        return workflow.source(origin)
+    own = workflow.own_source()
+    if own is None:
+        raise UsageError(f"--ci {ci} needs --from SOURCE, where learners' CI installs the course from: "
+                         f"{workflow.FORMS}")
+    return own
 
 
 def _can_write(folder: Path) -> bool:

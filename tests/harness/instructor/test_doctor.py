@@ -45,3 +45,5 @@ def test_a_missing_toolchain_warns_unless_a_started_chapter_needs_it(syn, tmp_pa
     assert ran.code == 0, ran.out + ran.err
     line = _line(ran.out, "go")
     assert line.split()[0] == "warn" and "install Go 1.22 or newer" in line, line
+    line = _line(ran.out, "sandbox")
+    assert line.split()[0] == "warn" and "apt-get install bubblewrap" in line, line

@@ -17,7 +17,14 @@ from test_learner_loop import CATALOG, CHAPTER, MANIFEST, verdict_lines
 
 
 def state(learner: Path) -> dict:
-    return json.loads((learner / ".course.json").read_text())
+    """The learner's state as the course reads it: .course.json, each chapter's progress from
+    .course/progress.json merged in."""
+    kept = json.loads((learner / ".course.json").read_text())
+    progress = learner / ".course" / "progress.json"
+    if progress.is_file():
+        for chapter, fields in json.loads(progress.read_text())["chapters"].items():
+            kept["chapters"].setdefault(chapter, {}).update(fields)
+    return kept
 
 
 def started(course, learner: Path, chapter: str = CHAPTER) -> None:

@@ -117,6 +117,15 @@ def second_server(server):
 
 
 @pytest.fixture
+def fresh_server():
+    """Makes RawServers on demand, each with the same leak check and stopped after the test: for a
+    test that judges a run again where no request of an earlier run, read late by a busy machine, can
+    reach it (set up after `server`, so its checks run first)."""
+    with contextlib.ExitStack() as stack:
+        yield lambda: stack.enter_context(contextlib.contextmanager(raw_server)())
+
+
+@pytest.fixture
 def sleeps() -> SleepRecorder:
     """Pass as RetryPolicy(sleep=sleeps); afterwards `sleeps` is the list of waits asked for."""
     return SleepRecorder()

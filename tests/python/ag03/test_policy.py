@@ -548,7 +548,7 @@ def test_proxy_over_http():
         def do_POST(self) -> None:  # noqa: N802
             seen.append({"path": self.path, "auth": self.headers.get("Authorization"),
                          "body": json.loads(self.rfile.read(int(self.headers["Content-Length"])))})
-            status, data = script.pop(0)
+            status, data = getattr(self.server, "script", script).pop(0)  # a server may have a script of its own
             self.send_response(status)
             self.send_header("Content-Type", "text/event-stream" if status == 200 else "application/json")
             self.send_header("Content-Length", str(len(data) + (1000 if data.endswith((b"CUT", b"STALL")) else 0)))
@@ -570,16 +570,26 @@ def test_proxy_over_http():
     unreachable_port = idle.server_address[1]
     idle.server_close()  # nothing listens there any more
     dead = make_server(HttpUpstream(f"http://127.0.0.1:{unreachable_port}/v1"), tools)
-    impatient = make_server(HttpUpstream(f"http://127.0.0.1:{upstream.server_address[1]}/v1", timeout=0.1), tools)
 
     def crashing(body):
         raise RuntimeError("a bug in the upstream client")
 
     crashed = make_server(crashing, tools)
     release = threading.Event()
-    servers = [upstream, proxy, dead, impatient, crashed]
+    servers = [upstream, proxy, dead, crashed]
     for server in servers:
         threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+
+    def stalled(patience: float) -> tuple[int, str, bytes]:
+        """Half a body, then silence, from an upstream of its own, behind a proxy of its own that waits
+        `patience` seconds for each read: no earlier exchange, late on a busy machine, can reach them."""
+        quiet = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+        quiet.script = [(200, body("tool_call")[:150] + b"STALL")]
+        impatient = make_server(HttpUpstream(f"http://127.0.0.1:{quiet.server_address[1]}/v1", timeout=patience), tools)
+        for server in (quiet, impatient):
+            servers.append(server)
+            threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+        return post(impatient, "/v1/responses", ask)
 
     heads: list[dict[str, str]] = []
 
@@ -609,12 +619,21 @@ def test_proxy_over_http():
         stateless = json.dumps({"model": "m", "input": "hi", "stream": True}).encode()
         script[:] = [(200, body("final_text"))]
         assert post(proxy, "/v1/responses", stateless)[2] == body("final_text"), "pass-through over HTTP is byte for byte"
-        for end, server in ((b"CUT", proxy), (b"STALL", impatient)):
-            script[:] = [(200, body("tool_call")[:150] + end)]
-            status, _, data = post(server, "/v1/responses", ask)
-            assert status == 502 and json.loads(data)["error"]["code"] == "truncated", \
-                f"a connection that ends early ({end.decode()}) mid-body: {data!r}"
-            assert heads[-1].get("x-should-retry") == "false", f"a fail-closed answer says not to retry it: {heads[-1]}"
+        script[:] = [(200, body("tool_call")[:150] + b"CUT")]
+        status, _, data = post(proxy, "/v1/responses", ask)
+        assert status == 502 and json.loads(data)["error"]["code"] == "truncated", \
+            f"a connection that ends early (CUT) mid-body: {data!r}"
+        assert heads[-1].get("x-should-retry") == "false", f"a fail-closed answer says not to retry it: {heads[-1]}"
+        # An upstream that goes silent mid-body, behind a proxy that waits 0.1 s for each read. On a busy
+        # machine even the head can come later than that: any other answer is judged again with 2 s, and
+        # that one counts (a proxy that is wrong is wrong at both; a slow machine costs time only).
+        for patience in (0.1, 2.0):
+            status, _, data = stalled(patience)
+            if status == 502 and b'"truncated"' in data:
+                break
+        assert status == 502 and json.loads(data)["error"]["code"] == "truncated", \
+            f"a connection that goes silent (STALL) mid-body: {data!r}"
+        assert heads[-1].get("x-should-retry") == "false", f"a fail-closed answer says not to retry it: {heads[-1]}"
         script[:] = [(200, body("cut_after_arguments"))]
         assert post(proxy, "/v1/responses", ask)[0] == 502, "a cut upstream is a 502 over HTTP too"
         script[:] = [(429, b'{"error": {"message": "slow down"}}')]
