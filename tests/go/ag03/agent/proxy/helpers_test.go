@@ -125,8 +125,8 @@ func decoded(t *testing.T, raw []byte) any {
 	return v
 }
 
-// eventsOf is a fixture stream's events, each a fresh map. With a tag, every response id and call
-// id is made its own (a model asked again answers with new ids).
+// eventsOf is a fixture stream's events, each a fresh map. With a tag, every response id, call id
+// and function call item id is made its own (a model asked again answers with new ids).
 func eventsOf(t *testing.T, name, tag string) []map[string]any {
 	t.Helper()
 	loadFixtures(t)
@@ -145,7 +145,7 @@ func eventsOf(t *testing.T, name, tag string) []map[string]any {
 	return events
 }
 
-var quotedID = regexp.MustCompile(`"((?:resp|call)_[A-Za-z0-9_]+)"`)
+var quotedID = regexp.MustCompile(`"((?:resp|call|fc)_[A-Za-z0-9_]+)"`)
 
 func retag(s stream, text, tag string) string {
 	ids := map[string]bool{}
@@ -159,13 +159,14 @@ func retag(s stream, text, tag string) string {
 	for _, raw := range s.Events {
 		var e struct {
 			Item *struct {
+				ID     string `json:"id"`
 				Type   string `json:"type"`
 				CallID string `json:"call_id"`
 			} `json:"item"`
 		}
 		json.Unmarshal(raw, &e)
 		if e.Item != nil && e.Item.Type == "function_call" {
-			ids[e.Item.CallID] = true
+			ids[e.Item.CallID], ids[e.Item.ID] = true, true
 		}
 	}
 	return quotedID.ReplaceAllStringFunc(text, func(quoted string) string {
@@ -377,7 +378,8 @@ func tail(data []byte) string {
 
 // upstreamBody is one scripted answer's body: chunks, one per Read (a chunk larger than the Read
 // comes in several). It counts what was read and whether it was closed. With breakAfter >= 0,
-// reading past that many chunks fails with err (a connection that broke). With a gate, the Read of
+// reading past that many chunks fails with err (a connection that broke). With joined, the last
+// chunk comes in the same Read as what follows it, io.EOF or the break, as io.Reader allows. With a gate, the Read of
 // chunk gateAt waits until the gate opens, the request's ctx ends, or patience runs out; then it
 // goes on. Like a real response body, a Read after the request's ctx ended fails with ctx's error.
 type upstreamBody struct {
@@ -390,6 +392,7 @@ type upstreamBody struct {
 	closedBy   string // what had ended the wait at the gate when it was closed ("" when none had)
 	breakAfter int
 	err        error
+	joined     bool
 	gate       chan struct{}
 	gateAt     int
 	releasedBy string        // what ended the wait at the gate: "gate", "ctx" or "patience"
@@ -459,6 +462,14 @@ func (b *upstreamBody) Read(p []byte) (int, error) {
 	b.read++
 	n := copy(p, chunk)
 	b.pending = chunk[n:]
+	switch {
+	case !b.joined || len(b.pending) > 0:
+		return n, nil
+	case b.read == b.breakAfter:
+		return n, b.err
+	case b.read == len(b.chunks):
+		return n, io.EOF
+	}
 	return n, nil
 }
 

@@ -359,10 +359,11 @@ func TestPassThroughByteIdentical(t *testing.T) {
 	}
 	refused := scripted(t, proxy.Fail(proxy.CodeUpstreamStatus, "the upstream answered 429: slow down"))
 	failedClosed(t, ask(t, serve(t, &proxy.Proxy{Upstream: refused, Tools: newWeather(nil).tools()}), stateless), proxy.CodeUpstreamStatus)
-	emptyRead := scripted(t, [][]byte{[]byte("a"), {}, []byte("b")})
-	got3 := ask(t, serve(t, &proxy.Proxy{Upstream: emptyRead, Tools: newWeather(nil).tools()}), map[string]any{"model": "m", "input": "hi", "stream": true})
-	if string(got3.body) != "ab" || got3.err != nil {
-		t.Errorf("a Read of no bytes (io.Reader allows it) is not the end: got %q (%v)", got3.body, got3.err)
+	oddReads := newBody([]byte("a"), []byte{}, []byte("b"), []byte("c"))
+	oddReads.joined = true
+	got3 := ask(t, serve(t, &proxy.Proxy{Upstream: scripted(t, oddReads), Tools: newWeather(nil).tools()}), map[string]any{"model": "m", "input": "hi", "stream": true})
+	if string(got3.body) != "abc" || got3.err != nil {
+		t.Errorf("a Read of no bytes is not the end, and the last bytes may come with io.EOF (io.Reader allows both): got %q (%v), want \"abc\"", got3.body, got3.err)
 	}
 	emptyTools := scripted(t, "final_text")
 	got4 := ask(t, serve(t, &proxy.Proxy{Upstream: emptyTools, Tools: newWeather(nil).tools()}), map[string]any{"model": "m", "input": "hi", "stream": true, "tools": []any{}})
@@ -376,6 +377,7 @@ func TestPassThroughCutVisible(t *testing.T) {
 	stateless := map[string]any{"model": "m", "input": "hi", "stream": true}
 	for _, cause := range []error{&proxy.FailClosed{Code: proxy.CodeTruncated, Message: "the upstream connection broke"}, syscall.ECONNRESET} {
 		broken := breaking(2, cause, []byte("event: a\ndata: {}\n\n"), []byte("event: b\n"))
+		broken.joined = true // the bytes before the break come with it
 		recorder := httptest.NewRecorder()
 		err := proxy.PassThrough(recorder, broken, proxy.ContentSSE)
 		if !errors.Is(err, cause) || recorder.Body.String() != "event: a\ndata: {}\n\nevent: b\n" {
@@ -493,9 +495,29 @@ func TestProgressForwardsTextNotTools(t *testing.T) {
 			t.Errorf("no tool-call event goes out unless forwarding is on: %s", show(e))
 		}
 	}
-	forwarding := scripted(t, "text_then_call", "interleaved_calls", "final_after_tools")
-	got2 := ask(t, serve(t, &proxy.Proxy{Upstream: forwarding, Tools: newWeather(forwarding).tools(), Policy: proxy.ProgressEvents, ForwardToolEvents: true}), request("stream", true))
-	forwarded := sseEvents(t, got2.body)
+	// two requests of three responses each (the call ids of each response its own), the same proxy
+	forwarding := scripted(t, "text_then_call", taggedBody(t, "interleaved_calls", "b"), "final_after_tools",
+		taggedBody(t, "text_then_call", "c"), taggedBody(t, "interleaved_calls", "d"), "final_after_tools")
+	s2 := serve(t, &proxy.Proxy{Upstream: forwarding, Tools: newWeather(forwarding).tools(), Policy: proxy.ProgressEvents, ForwardToolEvents: true})
+	forwarded := sseEvents(t, ask(t, s2, request("stream", true)).body)
+	again := sseEvents(t, ask(t, s2, request("stream", true)).body)
+	if k := kinds(forwarded); k[len(k)-1] != "response.completed" || len(forwarding.sent()) != 6 {
+		t.Errorf("three responses and their tools, forwarded, end in response.completed: %q after %d upstream requests", k[len(k)-1], len(forwarding.sent()))
+	}
+	var numbered, renumbered []string
+	for _, e := range forwarded {
+		if e["type"] == "response.output_item.added" {
+			numbered = append(numbered, fmt.Sprint(e["output_index"]))
+		}
+	}
+	for _, e := range again {
+		if e["type"] == "response.output_item.added" {
+			renumbered = append(renumbered, fmt.Sprint(e["output_index"]))
+		}
+	}
+	if !slices.Equal(numbered, renumbered) {
+		t.Errorf("each request numbers its forwarded calls afresh: nothing of one request is kept for the next (%q, then %q)", numbered, renumbered)
+	}
 	k = kinds(forwarded)
 	count := func(kind string) int {
 		return len(slices.DeleteFunc(slices.Clone(k), func(x string) bool { return x != kind }))
@@ -976,7 +998,7 @@ func TestProxyOverHTTP(t *testing.T) {
 		json.Unmarshal(request, &sent)
 		answer := answers[fmt.Sprint(sent.Input[0]["content"])]
 		return io.NopCloser(bytes.NewReader(answer[min(len(sent.Input)-1, 1)])), nil
-	}), Tools: tools, Policy: proxy.ProgressEvents})
+	}), Tools: tools, Policy: proxy.ProgressEvents, ForwardToolEvents: true})
 	results := make([]answer, 6)
 	var wg sync.WaitGroup
 	for n := range results {

@@ -88,14 +88,14 @@ func run() int {
 		status, text, code := post(proxyURL, ask)
 		good := status == 200 && text == "It is raining in Paris." && len(ran()) == 0
 		ok = ok && good
-		fmt.Printf("\n== text answer (%s): HTTP %d\n   %q\n   %s\n", mode, status, text+code, verdict(good, "ok"))
+		fmt.Printf("\n== text answer (%s): HTTP %d\n   %s\n   %s\n", mode, status, said(text, code), verdict(good, "ok"))
 
 		script.set("tool_call", "final_after_tools")
 		status, text, code = post(proxyURL, ask)
 		calls := ran()
 		good = status == 200 && strings.HasPrefix(text, "Paris:") && len(calls) == 1 && calls[0]["city"] == "Paris"
 		ok = ok && good
-		fmt.Printf("\n== tool call (%s): HTTP %d; get_weather ran %d time(s) with %v\n   %q\n   %s\n", mode, status, len(calls), calls, text+code, verdict(good, "ok"))
+		fmt.Printf("\n== tool call (%s): HTTP %d; get_weather ran %d time(s) with %v\n   %s\n   %s\n", mode, status, len(calls), calls, said(text, code), verdict(good, "ok"))
 
 		script.set("cut_after_arguments")
 		status, _, code = post(proxyURL, ask)
@@ -110,6 +110,14 @@ func run() int {
 	}
 	fmt.Println("\nsome scenarios did not behave as the chapter says; `course check ag03` says which rule each breaks")
 	return 1
+}
+
+// said is the answer's text, quoted, or what came instead.
+func said(text, problem string) string {
+	if problem != "" {
+		return problem
+	}
+	return fmt.Sprintf("%q", text)
 }
 
 func verdict(good bool, yes string) string {

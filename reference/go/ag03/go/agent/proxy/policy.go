@@ -73,6 +73,10 @@ type Request map[string]json.RawMessage
 //     policies) is a 502 with ErrorBody, application/json, and the header X-Should-Retry: false
 //     (ShouldRetry): never a 200 carrying a failure, never an answer a client retries.
 //
+// ctx is the client's request's: it ends when the client goes away. Every upstream request and every
+// tool run for this request get it (never context.Background()), so that a client that leaves stops
+// them, even while the upstream is silent.
+//
 // Handle returns nil once the answer went out whole. It returns an error when it could not: before
 // anything was written (ErrUnknownPolicy, anything but a *FailClosed: the server answers 500), or
 // after the answer began (a pass-through's upstream broke, a write failed because the client went
@@ -212,9 +216,10 @@ func (p *Proxy) ProgressEvents(ctx context.Context, w http.ResponseWriter, req R
 	// course: end Proxy_ProgressEvents
 }
 
-// OneTurn sends body upstream and reads the answer to its end: each event fed to a new StreamState
-// and then, when observe is not nil, handed to observe (whose error ends the turn); then the Turn the
-// state amounts to (Finish). The upstream body is closed on every path, before OneTurn returns.
+// OneTurn sends body upstream (with ctx) and reads the answer to its end: each event fed to a new
+// StreamState and then, when observe is not nil, handed to observe (whose error ends the turn); then
+// the Turn the state amounts to (Finish). The upstream body is closed on every path, before OneTurn
+// returns; any error on the way (the reader's, the state's, observe's) is returned as it came.
 func OneTurn(ctx context.Context, upstream Upstream, body []byte, observe func(Event) error) (Turn, error) {
 	// course: begin OneTurn
 	answer, err := upstream.Open(ctx, body)
@@ -267,10 +272,11 @@ func Continued(ctx context.Context, conversation []json.RawMessage, turn Turn, t
 
 // RunCalls runs a complete batch of calls, each exactly once, in their order, after checking that
 // every one can run: each names a tool the proxy runs (unknown_tool, naming them all) and each one's
-// final arguments are a JSON object (ParsedArguments: bad_arguments). A tool's error stops the batch
-// there: tool_failed, its words in the message. It returns the items that carry the calls and their
-// results into the next request: per call, {"type": "function_call", "call_id", "name", "arguments"}
-// then {"type": "function_call_output", "call_id", "output"}.
+// final arguments are a JSON object (ParsedArguments: bad_arguments). Each tool gets ctx. A tool's
+// error stops the batch there: tool_failed, its words in the message and the error itself as the
+// *FailClosed's Err. It returns the items that carry the calls and their results into the next
+// request: per call, {"type": "function_call", "call_id", "name", "arguments"} then
+// {"type": "function_call_output", "call_id", "output"}.
 func RunCalls(ctx context.Context, calls []*FunctionCall, tools Tools) ([]json.RawMessage, error) {
 	// course: begin RunCalls
 	var unknown []string
