@@ -162,3 +162,21 @@ def test_selftest_takes_the_tests_of_its_own_chapter_from_a_module_that_holds_tw
         result = run_selftest(chapters.get(chapter), replace(track, mutants=track.mutants[:1]), learner, timeout=30, jobs=1)
         assert result.tests == [example], (chapter, result.tests)
         assert result.on_reference.ok, result.on_reference.problem or result.wrong_expectations
+
+
+def test_the_ag03_example_passes_on_the_reference_and_catches_a_documented_mutant(course, learner: Path) -> None:
+    """The same for ag03: its example finds no call to run in a stream cut before response.completed."""
+    from dataclasses import replace
+
+    from course import chapters
+    from course.selftest import run_selftest
+
+    ran = course("start", "ag03", "--language", "go", cwd=learner)
+    assert ran.code == 0 and "wrote  go/agent/proxy/mine_test.go" in ran.out, ran.out + ran.err
+    track = chapters.get("ag03").track("go")
+    two = tuple(m for m in track.mutants if m.id in ("g01", "g31"))  # closed calls taken for a finished response; a ninth call
+    result = run_selftest(chapters.get("ag03"), replace(track, mutants=two), learner, timeout=30, jobs=1)
+    assert result.tests == ["TestCallDoneButResponseCut"], result.tests
+    assert result.on_reference.ok, result.on_reference.problem or result.wrong_expectations
+    assert [m.mutant.id for m in result.caught] == ["g01"] and [m.id for m in result.missed] == ["g31"], (
+        [(m.mutant.id, m.status) for m in result.mutants])
