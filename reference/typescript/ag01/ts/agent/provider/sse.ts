@@ -1,0 +1,310 @@
+// course: begin docstring
+/** Server-sent events: the bytes of a streamed answer turned into events, and events into deltas. */
+// course: end docstring
+
+import type { Delta, ToolCall } from "../types.js";
+import { ProviderError, StreamError } from "./errors.js";
+
+/** One server-sent event. `id` is the last event id seen so far, as the spec defines it. */
+export interface SSEEvent {
+  readonly data: string;
+  readonly event: string;
+  readonly id: string;
+}
+
+// course: begin EventReader
+/**
+ * The events of a text/event-stream body (WHATWG HTML, "server-sent events"), read with
+ * `for await`. An event is the lines between two blank lines. A read may end anywhere: inside a
+ * line, inside a UTF-8 character, between the CR and LF of one line end, between the two line
+ * ends of a blank line. The reader carries that state from one read to the next, and its cost
+ * stays linear in the size of the input whatever the read size. Leaving the loop early cancels
+ * the body, which closes its connection.
+ */
+// course: end EventReader
+export class EventReader implements AsyncIterable<SSEEvent> {
+  readonly #body: ReadableStream<Uint8Array>;
+
+  constructor(body: ReadableStream<Uint8Array>) {
+    this.#body = body;
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<SSEEvent, void, undefined> {
+    // course: begin EventReader_iterate
+    const reader = this.#body.getReader();
+    // UTF-8 as the spec decodes it: one leading BOM dropped, bytes that are not UTF-8 made U+FFFD,
+    // and (with stream: true) a character cut by the end of a read kept for the next read
+    const decoder = new TextDecoder();
+    const blocks = new BlockSplitter();
+    let lastId = ""; // unlike the event type, kept from one event to the next
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        for (const block of blocks.push(done ? decoder.decode() : decoder.decode(value, STREAMING))) {
+          // The usual event is one "data: ..." line: it needs no splitting into lines.
+          if (block.startsWith("data: ") && !block.includes("\n", 6)) {
+            yield { data: block.slice(6), event: "message", id: lastId };
+            continue;
+          }
+          let data: string[] | undefined;
+          let type = "";
+          for (const line of block.split("\n")) {
+            // "name: value"; a line without a colon is a name with an empty value; a comment
+            // (": ping") and an empty line have the empty name, which is no field
+            const colon = line.indexOf(":");
+            const name = colon < 0 ? line : line.slice(0, colon);
+            const value = colon < 0 ? "" : line.slice(line.charCodeAt(colon + 1) === SPACE ? colon + 2 : colon + 1);
+            if (name === "data") {
+              (data ??= []).push(value);
+            } else if (name === "event") {
+              type = value;
+            } else if (name === "id" && !value.includes("\0")) {
+              lastId = value;
+            }
+          }
+          if (data !== undefined) { // a block without data (comments, an event or id alone) is no event
+            yield { data: data.join("\n"), event: type || "message", id: lastId };
+          }
+        }
+        if (done) {
+          return; // an event still waiting for its blank line is dropped, as the spec says
+        }
+      }
+    } finally {
+      // leaving early (a break, a failure) must not leave the body, and its connection, open
+      await reader.cancel().catch(() => undefined);
+    }
+    // course: end EventReader_iterate
+  }
+}
+
+// course: begin BlockSplitter
+const LF = 10;
+const CR = 13;
+const SPACE = 32;
+const STREAMING = { stream: true };
+
+/**
+ * Cuts decoded text, read by read, into blocks: the lines of one event joined by LF, without
+ * the blank line that ends them. CRLF and lone CR become LF first, so a block never holds a CR.
+ */
+class BlockSplitter {
+  readonly #pending: string[] = []; // pieces of the unfinished block, joined once when it ends
+  #skipLF = false; // the text before ended with CR: a LF opening the next text is part of that line end
+
+  /** The blocks that `text` completes. */
+  push(text: string): string[] {
+    if (text.length === 0) {
+      return []; // only part of a character so far
+    }
+    if (this.#skipLF && text.charCodeAt(0) === LF) {
+      text = text.slice(1);
+    }
+    // set after every text, an emptied one included: the LF of a CRLF can only come right after its CR
+    this.#skipLF = text.charCodeAt(text.length - 1) === CR;
+    if (text.includes("\r")) {
+      text = text.replace(LINE_ENDS, "\n");
+    }
+    const pending = this.#pending;
+    const ended: string[] = [];
+    let start = 0;
+    if (pending.length > 0 && text.charCodeAt(0) === LF && pending[pending.length - 1]!.endsWith("\n")) {
+      ended.push(pending.join("").slice(0, -1)); // the two line ends of the blank line came in different reads
+      pending.length = 0;
+      start = 1;
+    }
+    // A text without a blank line ends no block (most reads of a long event have none).
+    let end = text.indexOf("\n\n", start);
+    if (end >= 0) {
+      ended.push(pending.join("") + text.slice(start, end));
+      pending.length = 0;
+      start = end + 2;
+      while ((end = text.indexOf("\n\n", start)) >= 0) {
+        // three or more line ends in a row leave a block that starts with LF: its empty first
+        // line is no field, so the extra blank line dispatches nothing
+        ended.push(text.slice(start, end));
+        start = end + 2;
+      }
+    }
+    if (start < text.length) {
+      pending.push(start === 0 ? text : text.slice(start));
+    }
+    return ended;
+  }
+}
+
+const LINE_ENDS = /\r\n?/g; // CRLF first, so that its CR and LF do not end two lines
+
+// course: end BlockSplitter
+// course: begin Decoder
+/**
+ * Turns the data of each chat-completions stream event into deltas. It keeps the tool calls
+ * still open, by index: a call's argument fragments may arrive interleaved with those of other
+ * calls, so each fragment goes to the call its index names.
+ */
+// course: end Decoder
+export class Decoder {
+  // course: begin Decoder_fields
+  readonly #open = new Map<number, OpenCall>();
+  #finishReason = "";
+  // course: end Decoder_fields
+
+  /**
+   * The deltas of one event's data, and whether the stream is finished. [DONE] ends every open
+   * call (lowest index first) and gives a DoneDelta; data that is not a chunk gives one
+   * ErrorDelta with a ProviderError, an {"error": ...} event one with a StreamError. Only choice 0
+   * counts; empty content is no text; a finish_reason ends the open calls; usage comes last.
+   */
+  decode(data: string): { deltas: Delta[]; finished: boolean } {
+    // course: begin Decoder_decode
+    if (data === "[DONE]") {
+      const deltas = this.#closeOpenCalls();
+      deltas.push({ type: "done", finishReason: this.#finishReason });
+      return { deltas, finished: true };
+    }
+    let chunk: unknown;
+    try {
+      chunk = JSON.parse(data);
+    } catch {
+      return failed(new ProviderError(`invalid JSON in stream event: ${JSON.stringify(data.slice(0, 200))}`));
+    }
+    if (!isObject(chunk)) {
+      return failed(unexpected(data));
+    }
+    if ("error" in chunk) {
+      return failed(streamError(chunk.error));
+    }
+    const deltas = this.#chunkDeltas(chunk);
+    return deltas === undefined ? failed(unexpected(data)) : { deltas, finished: false };
+    // course: end Decoder_decode
+  }
+
+  // course: begin Decoder_private
+
+  /** The deltas of one chunk; undefined when it is not shaped like one. */
+  #chunkDeltas(chunk: JsonObject): Delta[] | undefined {
+    const deltas: Delta[] = [];
+    const choices = chunk.choices ?? [];
+    if (!Array.isArray(choices)) {
+      return undefined;
+    }
+    for (const choice of choices) {
+      if (!isObject(choice)) {
+        return undefined;
+      }
+      if ((choice.index ?? 0) !== 0) {
+        continue; // we ask for one answer; another would mix its text and calls into ours
+      }
+      const delta = choice.delta ?? {};
+      if (!isObject(delta)) {
+        return undefined;
+      }
+      const content = delta.content ?? "";
+      if (typeof content !== "string") {
+        return undefined;
+      }
+      if (content !== "") { // servers send "" with the role, or while a character is incomplete
+        deltas.push({ type: "text", text: content });
+      }
+      const calls = delta.tool_calls ?? [];
+      if (!Array.isArray(calls) || !calls.every((entry) => this.#addFragment(entry, deltas))) {
+        return undefined;
+      }
+      const finish = choice.finish_reason ?? "";
+      if (typeof finish !== "string") {
+        return undefined;
+      }
+      if (finish !== "") {
+        this.#finishReason = finish;
+        deltas.push(...this.#closeOpenCalls());
+      }
+    }
+    // the last chunk, with "choices": [], when include_usage was asked
+    const usage = chunk.usage ?? undefined;
+    if (usage !== undefined) {
+      if (!isObject(usage)) {
+        return undefined;
+      }
+      deltas.push({ type: "usage", inputTokens: count(usage.prompt_tokens), outputTokens: count(usage.completion_tokens) });
+    }
+    return deltas;
+  }
+
+  /** Adds one tool_calls entry to the call its index names; false when it is not shaped like one. */
+  #addFragment(entry: unknown, deltas: Delta[]): boolean {
+    if (!isObject(entry)) {
+      return false;
+    }
+    const index = entry.index ?? 0;
+    const fn = entry.function ?? {};
+    if (typeof index !== "number" || !isObject(fn)) {
+      return false;
+    }
+    let call = this.#open.get(index);
+    if (call === undefined) { // the id and name come with a call's first fragment
+      call = { id: text(entry.id), name: text(fn.name), fragments: [] };
+      this.#open.set(index, call);
+      deltas.push({ type: "tool_call_start", index, id: call.id, name: call.name });
+    }
+    const fragment = text(fn.arguments);
+    if (fragment !== "") {
+      call.fragments.push(fragment);
+      deltas.push({ type: "tool_call_args", index, fragment });
+    }
+    return true;
+  }
+
+  /** Ends every open call, lowest index first, its fragments joined ("{}" when none came). */
+  #closeOpenCalls(): Delta[] {
+    const ends: Delta[] = [];
+    for (const index of [...this.#open.keys()].sort((a, b) => a - b)) {
+      const { id, name, fragments } = this.#open.get(index)!;
+      const call: ToolCall = { id, name, arguments: fragments.join("") || "{}" };
+      ends.push({ type: "tool_call_end", index, call });
+    }
+    this.#open.clear();
+    return ends;
+  }
+  // course: end Decoder_private
+}
+
+// course: begin helpers
+interface OpenCall {
+  id: string;
+  name: string;
+  fragments: string[];
+}
+
+type JsonObject = { [key: string]: unknown };
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function failed(error: Error): { deltas: Delta[]; finished: boolean } {
+  return { deltas: [{ type: "error", error }], finished: true };
+}
+
+function unexpected(data: string): ProviderError {
+  return new ProviderError(`unexpected stream event: ${JSON.stringify(data.slice(0, 200))}`);
+}
+
+/** A string field as text: null or absent is "". */
+function text(value: unknown): string {
+  return typeof value === "string" ? value : "";
+}
+
+/** A token count: absent or not a number is 0. */
+function count(value: unknown): number {
+  return typeof value === "number" ? value : 0;
+}
+
+/** The error of an {"error": ...} event: an object's type, code and message, or a bare value as the message. */
+function streamError(error: unknown): StreamError {
+  if (!isObject(error)) {
+    return new StreamError("", "", typeof error === "string" ? error : JSON.stringify(error));
+  }
+  const code = error.code ?? "";
+  return new StreamError(text(error.type), typeof code === "string" ? code : JSON.stringify(code), text(error.message));
+}
+// course: end helpers
