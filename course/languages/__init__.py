@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 ADAPTERS: dict[str, str] = {
     "python": "course.languages.python.adapter:PythonAdapter",
     "go": "course.languages.go.adapter:GoAdapter",
+    "typescript": "course.languages.typescript.adapter:TypeScriptAdapter",
 }
 
 _loaded: dict[str, "Adapter"] = {}

@@ -28,7 +28,7 @@ import type { CallContext, CallOptions, Delta, DeltaStream, Message, Provider, T
 import { APIError, ProviderError, StreamCutError, StreamError } from "../agent/provider/errors.js";
 import { OpenAIProvider, requestBody } from "../agent/provider/openai.js";
 import type { Config } from "../agent/provider/openai.js";
-import { RetryPolicy, retryable, withRetry } from "../agent/provider/retry.js";
+import { RetryPolicy, retryable, sleep, withRetry } from "../agent/provider/retry.js";
 import { Decoder, EventReader } from "../agent/provider/sse.js";
 import type { SSEEvent } from "../agent/provider/sse.js";
 
@@ -137,7 +137,8 @@ test("decoder_follows_choice_zero", async () => {
 test("decoder_bad_events", async () => {
   // data that is not a chunk ends the stream with one ErrorDelta, never silently
   for (const data of ["{not json", "", "[1, 2]", `"text"`, "null", `{"choices": 5}`, `{"choices": [{"index": 0, "delta": "hi"}]}`,
-    `{"choices": [{"index": 0, "delta": {"content": 7}}]}`]) {
+    `{"choices": [{"index": 0, "delta": {"content": 7}}]}`, `{"choices": ["hi"]}`, `{"choices": [{"index": 0, "delta": {"tool_calls": {}}}]}`,
+    `{"choices": [{"index": "0", "delta": {}}]}`, `{"choices": [{"index": 0, "delta": {}, "finish_reason": 1}]}`, `{"choices": [], "usage": 5}`]) {
     const { deltas, finished } = new Decoder().decode(data);
     const first = deltas[0];
     assert.ok(deltas.length === 1 && finished && first?.type === "error",
@@ -377,6 +378,11 @@ test("request_body", async (t) => {
   assert.ok(same(empty.messages, wantEmpty), `messages without tool calls keep their text, even empty: got ${show(empty.messages)}, `
     + `want ${show(wantEmpty)} (null is only for an assistant's empty text beside tool calls)`);
 
+  // a tool with a name only: an empty description, and parameters that accept anything
+  const bare = JSON.parse(JSON.stringify(requestBody("m", [user("hi")], [{ name: "now" }])));
+  const wantBare = [{ type: "function", function: { name: "now", description: "", parameters: {} } }];
+  assert.ok(same(bare.tools, wantBare), `a ToolDef with a name only: got tools ${show(bare.tools)}, want ${show(wantBare)}`);
+
   // an option is sent whenever it is set: a temperature of 0 included
   const cold = requestBody("m", [user("hi")], [], { temperature: 0 });
   assert.ok(cold.temperature === 0 && !("max_tokens" in cold),
@@ -479,6 +485,10 @@ test("api_error_raised", async () => {
     const gotRaw = { status: e.status, type: e.type, serverMessage: e.serverMessage };
     assert.ok(same(gotRaw, { status, type: "", serverMessage }), `${what}: got ${show(gotRaw)}`);
   }
+  // some servers send the code as a number
+  await fake.script(fakeRaw(429, "application/json", `{"error": {"message": "slow down", "type": "rate_limit_exceeded", "code": 429}}`));
+  const numeric = await apiErrorOf(openAI(fake.baseURL).chatStream([user("hi")]), "a 429 whose error code is a number");
+  assert.equal(numeric.code, "429", "the APIError's code when the body's code is the number 429");
   assert.equal(new APIError(502, "", "", page).message, `HTTP 502: ${page}`, "APIError's message without a type");
   assert.equal(new APIError(503).message, "HTTP 503", "APIError(503)'s message");
 
@@ -491,14 +501,14 @@ test("api_error_raised", async () => {
 });
 
 test("status_boundaries", async (t) => {
-  for (const [status, isStream] of [[200, true], [201, true], [299, true], [300, false], [302, false], [304, false],
+  for (const [status, isStream] of [[200, true], [201, true], [204, true], [299, true], [300, false], [302, false], [304, false],
     [307, false], [404, false], [418, false], [599, false]] as const) {
     await t.test(String(status), async (t) => {
       const answer: Reply = (x) => {
         // a redirect names a place that streams: a client that follows it gets a stream there
         const headers = { "Content-Type": "text/event-stream", Location: CHAT_PATH };
-        if (status === 304) {
-          x.head(status, headers, 0); // a 304 has no body
+        if (status === 204 || status === 304) {
+          x.head(status, headers, 0); // these have no body
           return;
         }
         x.head(status, headers);
@@ -511,7 +521,8 @@ test("status_boundaries", async (t) => {
       const provider = openAI(server.baseURL);
       if (isStream) {
         const got = neutralAll(await drain(await provider.chatStream([user("hi")])));
-        const want = [{ type: "text", text: "hi" }, { type: "done", finish_reason: "stop" }];
+        // a 204 is a success without a body: a stream cut before [DONE]
+        const want = status === 204 ? [{ type: "error", error: "stream_cut" }] : [{ type: "text", text: "hi" }, { type: "done", finish_reason: "stop" }];
         assert.ok(same(got, want), `HTTP ${status}: got deltas ${show(got)}, want ${show(want)} (every 2xx status is a success)`);
         return;
       }
@@ -611,7 +622,8 @@ test("retry_backoff_schedule", async (t) => {
 
   // without a sleep of its own the policy waits with a timer (here a millisecond), then retries
   const inner = new MemProvider(new APIError(503), new MemStream([{ type: "text", text: "ok" }, { type: "done", finishReason: "stop" }]));
-  const { message } = await collect(await withRetry(inner, new RetryPolicy({ initialMs: 1 })).chatStream([user("hi")]));
+  const live = new AbortController().signal; // a signal that never aborts: the wait ends with its timer
+  const { message } = await collect(await withRetry(inner, new RetryPolicy({ initialMs: 1 })).chatStream([user("hi")], [], { signal: live }));
   assert.ok(message.content === "ok" && inner.calls === 2,
     `RetryPolicy({initialMs: 1}) with no sleep, after a 503: got ${show(message.content)} after ${inner.calls} call(s), want the second attempt's "ok"`);
 
@@ -820,6 +832,33 @@ test("transport_faults_in_band", async (t) => {
       });
     }
   }
+  // a body that fails with something that is not an Error (a fetch of the caller's may): the
+  // ErrorDelta still holds an Error, as its type says
+  for (const wrapped of [false, true]) {
+    await t.test(`body-fails-with-a-string-${wrapped ? "with_retry" : "direct"}`, async () => {
+      const ownFetch = async (): Promise<Response> => {
+        let sent = false;
+        const body = new ReadableStream<Uint8Array>({
+          pull(controller) {
+            if (!sent) {
+              sent = true;
+              controller.enqueue(encode(`data: ${apiChunk(`{"content":"a"}`, "null", "null")}\n\n`));
+            } else {
+              controller.error("the body broke");
+            }
+          },
+        });
+        return new Response(body, { status: 200, headers: { "Content-Type": "text/event-stream" } });
+      };
+      const direct = openAI("http://127.0.0.1:9/v1", { fetch: ownFetch });
+      const provider = wrapped ? withRetry(direct, new RetryPolicy({ sleep: new SleepRecorder().sleep })) : direct;
+      const deltas = await drain(await provider.chatStream([user("hi")]));
+      const last = deltas.at(-1);
+      assert.deepEqual(textsOf(deltas), ["a"], `text deltas (all: ${show(neutralAll(deltas))})`);
+      assert.ok(last?.type === "error" && last.error instanceof Error && last.error.message.includes("the body broke"),
+        `a body that failed with the string "the body broke": got ${show(last)}, want an ErrorDelta holding an Error that says so`);
+    });
+  }
 });
 
 test("stalled_stream_times_out", async (t) => {
@@ -990,6 +1029,31 @@ test("cancel_stops_stream", async (t) => {
     });
   }
 
+  // Aborted while the retry wrapper holds the stream back, before its first content: chatStream
+  // rejects with the signal's reason, and the connection closes.
+  await t.test("abort-before-first-content-with_retry", async (t) => {
+    const server = await ScriptedServer.start(t, after(none, async (x) => {
+      if (await x.stall(5000)) {
+        x.server.noteClientGone();
+      }
+    }));
+    const controller = new AbortController();
+    let headArrived = false;
+    const watching = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const response = await fetch(input, init);
+      headArrived = true;
+      return response;
+    };
+    const pending = withRetry(openAI(server.baseURL, { fetch: watching }), new RetryPolicy({ sleep: new SleepRecorder().sleep }))
+      .chatStream([user("hi")], [], { signal: controller.signal });
+    assert.ok(await eventually(() => headArrived, 2000), "the answer's head never arrived");
+    controller.abort();
+    await assert.rejects(pending, (error: unknown) => error === controller.signal.reason,
+      "aborted before the first content: want chatStream rejected with the signal's reason");
+    const gone = await Promise.race([server.clientGone.then(() => true), pause(500).then(() => false)]);
+    assert.ok(gone, "500 ms after the abort the server still had its request: the held-back stream must close its connection");
+  });
+
   // Aborted while the caller is not reading: nothing waits on the stream, yet the connection must close.
   await t.test("abort-while-not-reading", async (t) => {
     const server = await ScriptedServer.start(t, slowStream(5000));
@@ -1023,6 +1087,12 @@ test("cancel_stops_stream", async (t) => {
     const waited = performance.now() - begun;
     assert.ok(waited < 4000, `the wait went on ${Math.round(waited)} ms after the signal aborted at 100 ms: the default sleep must end with the signal`);
     assert.equal(inner.calls, 1, "calls (the caller gave up before the retry)");
+    // a signal that aborted before the wait began: an abort event never comes, yet the wait must not happen
+    const aborted = AbortSignal.abort();
+    const early = performance.now();
+    await assert.rejects(sleep(3_600_000, aborted), (error: unknown) => error === aborted.reason,
+      "sleep(an hour, a signal aborted already): want it rejected at once with the signal's reason");
+    assert.ok(performance.now() - early < 4000, "sleep with a signal aborted already waited");
   });
 });
 
@@ -1100,6 +1170,13 @@ test("retry_wraps_any_provider", async () => {
   await assert.rejects(withRetry(new MemProvider(throwing), policy).chatStream([user("hi")]), (error: unknown) => error === broken,
     "an inner stream that throws while the wrapper reads it: want that very error");
   assert.ok(throwing.closed, "an inner stream that threw while the wrapper read it was never closed (return())");
+
+  // an inner stream that throws after its first content: the caller gets the exception, and the stream is closed
+  const late = new MemStream([{ type: "text", text: "a" }], broken);
+  const committed = await withRetry(new MemProvider(late), policy).chatStream([user("hi")]);
+  assert.equal((await committed.next()).value?.type, "text", "the first delta of a stream that throws after it");
+  await assert.rejects(committed.next(), (error: unknown) => error === broken, "an inner stream that throws after content: want that very error");
+  assert.ok(late.closed, "an inner stream that threw after content was never closed (return())");
 
   // the caller leaves its loop early, or throws inside it: the inner stream is closed
   for (const how of ["break", "throw"]) {

@@ -12,7 +12,7 @@ export interface Config {
   baseURL: string;
   /** Sent as "Authorization: Bearer ..."; none when empty. */
   apiKey?: string;
-  model?: string;
+  model: string;
   /** Sent with every request, after (so in place of) the provider's own. */
   headers?: Record<string, string>;
   /** How long the server may stay silent, in milliseconds: before the answer's head, and between two reads of its body. 60 s by default. */
@@ -104,7 +104,7 @@ export class OpenAIProvider implements Provider {
   async chatStream(messages: readonly Message[], tools: readonly ToolDef[] = [], options: CallOptions = {}): Promise<DeltaStream> {
     // course: begin OpenAIProvider_chatStream
     const config = this.#config;
-    const body = JSON.stringify(requestBody(config.model ?? "", messages, tools, options));
+    const body = JSON.stringify(requestBody(config.model, messages, tools, options));
     const headers = new Headers({ "Content-Type": "application/json", Accept: "text/event-stream" });
     if (config.apiKey) {
       headers.set("Authorization", `Bearer ${config.apiKey}`);

@@ -9,6 +9,27 @@ import { APIError, StreamCutError, StreamError } from "./errors.js";
 /** Waits `ms` milliseconds; rejects with the signal's reason if it aborts first. */
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 
+/** RetryPolicy's default Sleep: a timer, ended early (rejecting with the signal's reason) when `signal` aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  // course: begin sleep
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason); // an aborted signal fires no abort event any more
+      return;
+    }
+    const wake = (): void => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", wake);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", wake, { once: true });
+  });
+  // course: end sleep
+}
+
 /** The fields of a RetryPolicy; any left out takes its default. Times are in milliseconds. */
 export interface RetryOptions {
   /** Counts the first attempt: 3. */
@@ -109,25 +130,6 @@ const RETRYABLE_CODES = new Set([
   "UND_ERR_SOCKET", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT",
 ]);
 
-/** Waits `ms`, or until `signal` aborts (then rejects with its reason). */
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const wake = (): void => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", wake);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", wake, { once: true });
-  });
-}
-
 /**
  * Retries up to the commitment boundary, the first content delta. Until then the caller has seen
  * nothing, so the whole request can be sent again; after it the caller holds text (or a tool
@@ -143,32 +145,34 @@ class RetryingProvider implements Provider {
     this.#policy = policy;
   }
 
-  async chatStream(messages: readonly Message[], tools: readonly ToolDef[] = [], options: CallOptions = {}): Promise<DeltaStream> {
+  chatStream(messages: readonly Message[], tools: readonly ToolDef[] = [], options: CallOptions = {}): Promise<DeltaStream> {
+    return this.#attempt(1, messages, tools, options);
+  }
+
+  async #attempt(attempt: number, messages: readonly Message[], tools: readonly ToolDef[], options: CallOptions): Promise<DeltaStream> {
     const signal = options.signal;
-    for (let attempt = 1; ; attempt++) {
-      let stream: DeltaStream;
-      try {
-        stream = await this.#inner.chatStream(messages, tools, options);
-      } catch (error) {
-        if (!this.#shouldRetry(error, attempt, signal)) {
-          throw error; // no stream: the failure goes back as it came
-        }
-        await this.#policy.sleep(this.#policy.delay(attempt, error), signal);
-        continue;
+    let stream: DeltaStream;
+    try {
+      stream = await this.#inner.chatStream(messages, tools, options);
+    } catch (error) {
+      if (!this.#shouldRetry(error, attempt, signal)) {
+        throw error; // no stream: the failure goes back as it came
       }
-      const held = await readUntilCommitted(stream);
-      const last = held.at(-1);
-      if (last?.type === "error" && this.#shouldRetry(last.error, attempt, signal)) {
-        await stream.return(); // the failed attempt's connection goes before we wait
-        await this.#policy.sleep(this.#policy.delay(attempt, last.error), signal);
-        continue;
-      }
-      if (signal?.aborted) {
-        await stream.return();
-        throw signal.reason; // cancelled before the first delta reached the caller
-      }
-      return new Replay(held, stream);
+      await this.#policy.sleep(this.#policy.delay(attempt, error), signal);
+      return this.#attempt(attempt + 1, messages, tools, options);
     }
+    const held = await readUntilCommitted(stream);
+    const last = held.at(-1);
+    if (last?.type === "error" && this.#shouldRetry(last.error, attempt, signal)) {
+      await stream.return(); // the failed attempt's connection goes before we wait
+      await this.#policy.sleep(this.#policy.delay(attempt, last.error), signal);
+      return this.#attempt(attempt + 1, messages, tools, options);
+    }
+    if (signal?.aborted) {
+      await stream.return();
+      throw signal.reason; // cancelled before the first delta reached the caller
+    }
+    return new Replay(held, stream);
   }
 
   #shouldRetry(error: unknown, attempt: number, signal: AbortSignal | undefined): boolean {

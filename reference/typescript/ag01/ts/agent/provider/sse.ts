@@ -168,90 +168,65 @@ export class Decoder {
     } catch {
       return failed(new ProviderError(`invalid JSON in stream event: ${JSON.stringify(data.slice(0, 200))}`));
     }
-    if (!isObject(chunk)) {
-      return failed(unexpected(data));
+    try {
+      const fields = expect(chunk, "object");
+      if ("error" in fields) {
+        return failed(streamError(fields.error));
+      }
+      return { deltas: this.#chunkDeltas(fields), finished: false };
+    } catch { // WrongShape: valid JSON, but not a chunk
+      return failed(new ProviderError(`unexpected stream event: ${JSON.stringify(data.slice(0, 200))}`));
     }
-    if ("error" in chunk) {
-      return failed(streamError(chunk.error));
-    }
-    const deltas = this.#chunkDeltas(chunk);
-    return deltas === undefined ? failed(unexpected(data)) : { deltas, finished: false };
     // course: end Decoder_decode
   }
 
   // course: begin Decoder_private
 
-  /** The deltas of one chunk; undefined when it is not shaped like one. */
-  #chunkDeltas(chunk: JsonObject): Delta[] | undefined {
+  /** The deltas of one chunk; throws WrongShape when it is not shaped like one. */
+  #chunkDeltas(chunk: JsonObject): Delta[] {
     const deltas: Delta[] = [];
-    const choices = chunk.choices ?? [];
-    if (!Array.isArray(choices)) {
-      return undefined;
-    }
-    for (const choice of choices) {
-      if (!isObject(choice)) {
-        return undefined;
-      }
-      if ((choice.index ?? 0) !== 0) {
+    for (const choice of field(chunk.choices, "array", [])) {
+      const { index, delta, finish_reason: finish } = expect(choice, "object");
+      if (field(index, "number", 0) !== 0) {
         continue; // we ask for one answer; another would mix its text and calls into ours
       }
-      const delta = choice.delta ?? {};
-      if (!isObject(delta)) {
-        return undefined;
+      const { content, tool_calls: calls } = field(delta, "object", {});
+      const text = field(content, "string", "");
+      if (text !== "") { // servers send "" with the role, or while a character is incomplete
+        deltas.push({ type: "text", text });
       }
-      const content = delta.content ?? "";
-      if (typeof content !== "string") {
-        return undefined;
+      for (const entry of field(calls, "array", [])) {
+        this.#addFragment(expect(entry, "object"), deltas);
       }
-      if (content !== "") { // servers send "" with the role, or while a character is incomplete
-        deltas.push({ type: "text", text: content });
-      }
-      const calls = delta.tool_calls ?? [];
-      if (!Array.isArray(calls) || !calls.every((entry) => this.#addFragment(entry, deltas))) {
-        return undefined;
-      }
-      const finish = choice.finish_reason ?? "";
-      if (typeof finish !== "string") {
-        return undefined;
-      }
-      if (finish !== "") {
-        this.#finishReason = finish;
+      const reason = field(finish, "string", "");
+      if (reason !== "") {
+        this.#finishReason = reason;
         deltas.push(...this.#closeOpenCalls());
       }
     }
     // the last chunk, with "choices": [], when include_usage was asked
-    const usage = chunk.usage ?? undefined;
-    if (usage !== undefined) {
-      if (!isObject(usage)) {
-        return undefined;
-      }
-      deltas.push({ type: "usage", inputTokens: count(usage.prompt_tokens), outputTokens: count(usage.completion_tokens) });
+    if (chunk.usage !== undefined && chunk.usage !== null) {
+      const { prompt_tokens: input, completion_tokens: output } = expect(chunk.usage, "object");
+      deltas.push({ type: "usage", inputTokens: field(input, "number", 0), outputTokens: field(output, "number", 0) });
     }
     return deltas;
   }
 
-  /** Adds one tool_calls entry to the call its index names; false when it is not shaped like one. */
-  #addFragment(entry: unknown, deltas: Delta[]): boolean {
-    if (!isObject(entry)) {
-      return false;
-    }
-    const index = entry.index ?? 0;
-    const fn = entry.function ?? {};
-    if (typeof index !== "number" || !isObject(fn)) {
-      return false;
-    }
+  /** Adds one tool_calls entry to the call its index names. */
+  #addFragment(entry: JsonObject, deltas: Delta[]): void {
+    const index = field(entry.index, "number", 0);
+    const fn = field(entry.function, "object", {});
     let call = this.#open.get(index);
     if (call === undefined) { // the id and name come with a call's first fragment
-      call = { id: text(entry.id), name: text(fn.name), fragments: [] };
+      call = { id: field(entry.id, "string", ""), name: field(fn.name, "string", ""), fragments: [] };
       this.#open.set(index, call);
       deltas.push({ type: "tool_call_start", index, id: call.id, name: call.name });
     }
-    const fragment = text(fn.arguments);
+    const fragment = field(fn.arguments, "string", "");
     if (fragment !== "") {
       call.fragments.push(fragment);
       deltas.push({ type: "tool_call_args", index, fragment });
     }
-    return true;
   }
 
   /** Ends every open call, lowest index first, its fragments joined ("{}" when none came). */
@@ -277,34 +252,45 @@ interface OpenCall {
 
 type JsonObject = { [key: string]: unknown };
 
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
+interface Shapes {
+  object: JsonObject;
+  array: unknown[];
+  string: string;
+  number: number;
+}
+
+/** A chunk that is valid JSON of the wrong shape ("choices": 5, a delta that is a string). */
+class WrongShape extends Error {}
+
+/** `value` when it has the JSON shape `kind`; WrongShape otherwise. */
+function expect<K extends keyof Shapes>(value: unknown, kind: K): Shapes[K] {
+  const shape = Array.isArray(value) ? "array" : value === null ? "null" : typeof value;
+  if (shape !== kind) {
+    throw new WrongShape(`${kind} expected, got ${shape}`);
+  }
+  return value as Shapes[K];
+}
+
+/** A field that may be null or absent (`fallback` then), else of the JSON shape `kind`. */
+function field<K extends keyof Shapes>(value: unknown, kind: K, fallback: Shapes[K]): Shapes[K] {
+  return value === undefined || value === null ? fallback : expect(value, kind);
 }
 
 function failed(error: Error): { deltas: Delta[]; finished: boolean } {
   return { deltas: [{ type: "error", error }], finished: true };
 }
 
-function unexpected(data: string): ProviderError {
-  return new ProviderError(`unexpected stream event: ${JSON.stringify(data.slice(0, 200))}`);
-}
-
-/** A string field as text: null or absent is "". */
-function text(value: unknown): string {
-  return typeof value === "string" ? value : "";
-}
-
-/** A token count: absent or not a number is 0. */
-function count(value: unknown): number {
-  return typeof value === "number" ? value : 0;
-}
-
 /** The error of an {"error": ...} event: an object's type, code and message, or a bare value as the message. */
 function streamError(error: unknown): StreamError {
-  if (!isObject(error)) {
+  if (typeof error !== "object" || error === null) {
     return new StreamError("", "", typeof error === "string" ? error : JSON.stringify(error));
   }
-  const code = error.code ?? "";
-  return new StreamError(text(error.type), typeof code === "string" ? code : JSON.stringify(code), text(error.message));
+  const { type, code, message } = error as JsonObject;
+  return new StreamError(text(type), typeof code === "number" ? String(code) : text(code), text(message));
+}
+
+/** A field as text: null, absent or anything but a string is "". */
+function text(value: unknown): string {
+  return typeof value === "string" ? value : "";
 }
 // course: end helpers
