@@ -173,9 +173,10 @@ class Worker:
         self.reported.add(key)
         if status != FAIL:
             return CaseFinished(key=key, status=status, duration=seconds)
-        message = record.get("message") or "the test failed without saying why"
+        message = (record.get("message") or "the test failed without saying why").strip()
         if record.get("compared"):
-            message = f"{message}: {record['compared']}"
+            # node puts its own rendering of the two values under the test's words: ours is plainer
+            message = f"{message.split(chr(10) + chr(10))[0].strip()}: {record['compared']}"
         where, test_line = self._places(record.get("stack", ""))
         name = record.get("name") or "Error"
         if record.get("failureType") in ("uncaughtException", "unhandledRejection"):
