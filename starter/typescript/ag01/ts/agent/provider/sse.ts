@@ -16,8 +16,11 @@
  * (it also drops one leading BOM and makes bytes that are not UTF-8 U+FFFD), and your own memory
  * of the unfinished line and of a CR that ended the last text. Stay linear: keep the pieces of an
  * unfinished line or event and join them once; never search or copy what you already searched.
- * Leaving the loop early (a `break`, an error) must cancel the body: a `finally` that calls
- * `reader.cancel()`.
+ *
+ * [Symbol.asyncIterator]() returns the iterator: an object of yours with next() and return(), or
+ * an async generator of a private method (`return this.#events()` with `async *#events()`).
+ * Leaving the loop early (a `break`, an error) calls its return(), which must cancel the body
+ * (`reader.cancel()`): in a generator, from a `finally` around the reading.
  */
 {% endblock %}
 {% block EventReader_iterate %}
