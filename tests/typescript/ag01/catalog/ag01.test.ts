@@ -1302,6 +1302,7 @@ test("accumulator_errors", async () => {
     accumulator.add(delta);
   }
   assert.ok(accumulator.error instanceof IncompleteStreamError, `error with no DoneDelta yet: got ${show(accumulator.error)}, want an IncompleteStreamError`);
+  assert.equal(accumulator.error.name, "IncompleteStreamError", "an IncompleteStreamError's name (what a log shows of it)");
   assert.deepEqual(accumulator.message().toolCalls ?? [], [], "a call with no end delta is no tool call");
   await assert.rejects(collect(streamOf(...opened)), IncompleteStreamError, "collect of a stream with neither a done nor an error delta");
 
@@ -1386,6 +1387,7 @@ test("step_names", async () => {
   const table: [string, string | undefined][] = [
     ["tool/3/0/get_weather", "get_weather"],
     ["tool/12/4/fs/read_file", "fs/read_file"],
+    ["tool/3/10/get_weather", "get_weather"],
     [toolStep(7, 2, "mcp/github/open_pr"), "mcp/github/open_pr"],
     ["llm/3", undefined],
     ["tool/3/0", undefined],
@@ -1400,6 +1402,7 @@ test("step_names", async () => {
     ["tool/\u0663/0/get_weather", undefined], // ARABIC-INDIC DIGIT THREE: a digit, but not an ASCII one
     ["tool/\uff13/0/get_weather", undefined], // FULLWIDTH DIGIT THREE
     ["tools/3/0/get_weather", undefined],
+    ["my-tool/3/0/get_weather", undefined],
     ["Tool/3/0/get_weather", undefined],
     ["", undefined],
   ];
