@@ -56,7 +56,7 @@ def find() -> Toolchain:
     node = shutil.which("node")
     if node is None:
         raise ToolMissing(f"the TypeScript track needs Node.js, and there is no `node` on PATH: {INSTALL}")
-    return Toolchain(node=node, version=_version(node), tools=_installed(node))
+    return Toolchain(node=node, version=_version(node), tools=install(PINNED, node, what="the TypeScript track's pinned tools"))
 
 
 def _version(node: str) -> str:
@@ -80,11 +80,12 @@ def _version(node: str) -> str:
     return version
 
 
-def _installed(node: str) -> Path:
-    """The tools' folder in the user's cache, named by the lockfile's digest: installed by the first
-    command that needs it (others wait for it), whole or not at all."""
-    lock = (PINNED / "package-lock.json").read_bytes()
-    digest = hashlib.sha256(lock + (PINNED / "package.json").read_bytes()).hexdigest()[:16]
+def install(pinned: Path, node: str, *, what: str) -> Path:
+    """The packages a lockfile pins (`pinned` holds package.json and package-lock.json), in a folder of
+    the user's cache named by the lockfile's digest: installed by `npm ci` for the first command that
+    needs them (others wait for it), whole or not at all, and used offline from then on."""
+    lock = (pinned / "package-lock.json").read_bytes()
+    digest = hashlib.sha256(lock + (pinned / "package.json").read_bytes()).hexdigest()[:16]
     home = cache.folder() / "typescript-tools"
     folder = home / digest
     if (folder / ".installed").is_file():
@@ -96,24 +97,23 @@ def _installed(node: str) -> Path:
             return folder
         npm = shutil.which("npm") or (str(Path(node).with_name("npm")) if Path(node).with_name("npm").is_file() else None)
         if npm is None:
-            raise ToolMissing("the TypeScript track installs its pinned compiler once with npm, and there is no `npm` "
-                              f"on PATH: {INSTALL}")
-        print(f"course: installing the TypeScript track's pinned tools into {folder} (once)", file=sys.stderr, flush=True)
+            raise ToolMissing(f"the TypeScript track installs {what} once with npm, and there is no `npm` on PATH: {INSTALL}")
+        print(f"course: installing {what} into {folder} (once)", file=sys.stderr, flush=True)
         with tempfile.TemporaryDirectory(prefix=".install-", dir=home) as tmp:
             for name in ("package.json", "package-lock.json"):
-                shutil.copy2(PINNED / name, Path(tmp) / name)
+                shutil.copy2(pinned / name, Path(tmp) / name)
             try:
                 done = subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"],
                                       cwd=tmp, capture_output=True, text=True, timeout=INSTALL_LIMIT, check=False,
                                       env=environment())
             except (OSError, subprocess.TimeoutExpired) as exc:
-                raise ToolMissing(f"`npm ci` of the TypeScript track's tools did not finish ({exc}); "
+                raise ToolMissing(f"`npm ci` of {what} did not finish ({exc}); "
                                   "run the command again where the npm registry is reachable") from None
             if done.returncode != 0:
                 said = (done.stderr.strip().splitlines() or ["no output"])[-1]
-                raise ToolMissing(f"`npm ci` of the TypeScript track's tools failed ({said}); "
+                raise ToolMissing(f"`npm ci` of {what} failed ({said}); "
                                   "run the command again where the npm registry is reachable")
-            (Path(tmp) / ".installed").write_text("npm ci of the lockfile beside course/languages/typescript\n")
+            (Path(tmp) / ".installed").write_text(f"npm ci of {pinned}\n")
             shutil.rmtree(folder, ignore_errors=True)  # half of an install a killed command left
             os.replace(tmp, folder)
             os.mkdir(tmp)  # for TemporaryDirectory to remove
