@@ -346,6 +346,17 @@ def compare(commands: dict[str, tuple[list[str], Path]], env: dict[str, str], ro
           f"{statistics.median(o / b for b, o in zip(base, other)):.2f}x the median of each round's ratio (target <= 1.3x)")
 
 
+def learner_repository(into: Path, language: str, env: dict[str, str]) -> Path:
+    """A learner's repository in `into` with the chapter ag01 started in `language` and the
+    reference's files in place of the stubs."""
+    learner = into / "learner"
+    (learner / ".git").mkdir(parents=True)
+    subprocess.run([PY, "-m", "course", "start", "ag01", "--language", language], cwd=learner, env=env,
+                   capture_output=True, check=True)
+    shutil.copytree(REPO / "reference" / language / "ag01", learner, dirs_exist_ok=True)
+    return learner
+
+
 def bench_go_check(rounds: int = 9, cold: bool = True) -> None:
     """course check against bare `go test -json` of the same catalog on the same code, in the same
     environment (fixtures, a fake model); the bare run has -count=1 so that it runs the tests rather
@@ -373,11 +384,7 @@ def bench_go_check(rounds: int = 9, cold: bool = True) -> None:
         compare(commands, env, rounds, "unchanged code, warm caches")
 
         # a learner's loop: an edit, then a check (the edited package is compiled and linked again)
-        learner = Path(tmp) / "learner"
-        (learner / ".git").mkdir(parents=True)
-        subprocess.run([PY, "-m", "course", "start", "ag01", "--language", "go"], cwd=learner, env=env,
-                       capture_output=True, check=True)
-        shutil.copytree(REPO / "reference" / "go" / "ag01", learner, dirs_exist_ok=True)
+        learner = learner_repository(Path(tmp), "go", env)
         edited = learner / "go" / "agent" / "provider" / "sse.go"
         original = edited.read_text(encoding="utf-8")
         edits = iter(range(1_000_000))
@@ -398,12 +405,16 @@ def bench_go_check(rounds: int = 9, cold: bool = True) -> None:
                 print(f"    {name:<40} wall {elapsed:6.1f} s  CPU {cpu:6.1f} s  exit {code}  ({before}; after: {load()})")
 
 
-def bench_go_mutants(rounds: int = 1) -> None:
+def bench_track_mutants(language: str, rounds: int = 1, target: str = "") -> None:
     for _ in range(rounds):
         before = load()
-        elapsed, cpu, code = timed_run([PY, "-m", "course", "mutants", "ag01", "--language", "go"], REPO, ENV)
-        print(f"  course mutants ag01 --language go: wall {elapsed:.1f} s, CPU {cpu:.1f} s on {os.cpu_count()} cores, "
-              f"exit {code} (target < 40 s wall; {before}; after: {load()})")
+        elapsed, cpu, code = timed_run([PY, "-m", "course", "mutants", "ag01", "--language", language], REPO, ENV)
+        print(f"  course mutants ag01 --language {language}: wall {elapsed:.1f} s, CPU {cpu:.1f} s on {os.cpu_count()} "
+              f"cores, exit {code} ({target}{before}; after: {load()})")
+
+
+def bench_go_mutants(rounds: int = 1) -> None:
+    bench_track_mutants("go", rounds, "target < 40 s wall; ")
 
 
 TS_BENCH = REPO / "tooling" / "bench" / "ts"
@@ -501,11 +512,7 @@ def bench_ts_check(rounds: int = 9) -> None:
         compare(commands, env, rounds, "unchanged code, warm")
 
         # a learner's loop: an edit, then a check, which compiles again (the pinned tsc, type checking)
-        learner = Path(tmp) / "learner"
-        (learner / ".git").mkdir(parents=True)
-        subprocess.run([PY, "-m", "course", "start", "ag01", "--language", "typescript"], cwd=learner, env=env,
-                       capture_output=True, check=True)
-        shutil.copytree(REPO / "reference" / "typescript" / "ag01", learner, dirs_exist_ok=True)
+        learner = learner_repository(Path(tmp), "typescript", env)
         edited = learner / "ts" / "agent" / "provider" / "sse.ts"
         original = edited.read_text(encoding="utf-8")
         walls, cpus = [], []
@@ -519,11 +526,7 @@ def bench_ts_check(rounds: int = 9) -> None:
 
 
 def bench_ts_mutants(rounds: int = 1) -> None:
-    for _ in range(rounds):
-        before = load()
-        elapsed, cpu, code = timed_run([PY, "-m", "course", "mutants", "ag01", "--language", "typescript"], REPO, ENV)
-        print(f"  course mutants ag01 --language typescript: wall {elapsed:.1f} s, CPU {cpu:.1f} s on {os.cpu_count()} "
-              f"cores, exit {code} ({before}; after: {load()})")
+    bench_track_mutants("typescript", rounds)
 
 
 def main(argv: list[str]) -> None:

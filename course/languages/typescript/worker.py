@@ -65,8 +65,10 @@ class Worker:
         processes.register(self.proc.pid)
         self.lines: queue.Queue = queue.Queue()
         self.events = os.fdopen(read, "rb")
-        threading.Thread(target=self._read_events, daemon=True).start()
-        threading.Thread(target=self._read_output, daemon=True).start()
+        self.readers = [threading.Thread(target=self._read_events, daemon=True),
+                        threading.Thread(target=self._read_output, daemon=True)]
+        for reader in self.readers:
+            reader.start()
 
     def _read_events(self) -> None:
         for line in self.events:
@@ -116,7 +118,11 @@ class Worker:
         processes.kill(self.proc.pid)
         code = self.proc.wait()
         processes.unregister(self.proc.pid)
+        for reader in self.readers:  # both pipes end with the process (a grandchild holding one is killed with it)
+            reader.join(5)
         self.events.close()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
         return Ended(exit_code=code, stderr=self._last_words())
 
     # ---- the process's lines to events ---------------------------------------------------------------
