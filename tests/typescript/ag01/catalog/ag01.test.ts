@@ -1078,15 +1078,19 @@ test("cancel_stops_stream", async (t) => {
   // Aborted during the retry's wait: the default sleep (a timer) ends with the signal, and the
   // caller gets its reason at once, without a second request.
   await t.test("aborted-during-retry-wait", async () => {
-    const inner = new MemProvider(new APIError(503), new MemStream([{ type: "text", text: "too late" }]));
-    const signal = AbortSignal.timeout(100);
-    const begun = performance.now();
-    await assert.rejects(withRetry(inner, new RetryPolicy({ initialMs: 3_600_000, maxMs: 3_600_000 })).chatStream([user("hi")], [], { signal }),
-      (error: unknown) => error instanceof Error && error.name === "TimeoutError",
-      "the signal timed out during an hour's wait: want chatStream rejected with its reason (a TimeoutError)");
-    const waited = performance.now() - begun;
-    assert.ok(waited < 4000, `the wait went on ${Math.round(waited)} ms after the signal aborted at 100 ms: the default sleep must end with the signal`);
-    assert.equal(inner.calls, 1, "calls (the caller gave up before the retry)");
+    // the first attempt fails as chatStream's rejection, or inside its stream before any content
+    for (const failure of [new APIError(503), new MemStream([{ type: "error", error: new StreamCutError() }])]) {
+      const what = failure instanceof APIError ? "after a 503" : "after a stream cut before content";
+      const inner = new MemProvider(failure, new MemStream([{ type: "text", text: "too late" }]));
+      const signal = AbortSignal.timeout(100);
+      const begun = performance.now();
+      await assert.rejects(withRetry(inner, new RetryPolicy({ initialMs: 3_600_000, maxMs: 3_600_000 })).chatStream([user("hi")], [], { signal }),
+        (error: unknown) => error instanceof Error && error.name === "TimeoutError",
+        `${what}, the signal timed out during an hour's wait: want chatStream rejected with its reason (a TimeoutError)`);
+      const waited = performance.now() - begun;
+      assert.ok(waited < 4000, `${what}: the wait went on ${Math.round(waited)} ms after the signal aborted at 100 ms: the default sleep must end with the signal`);
+      assert.equal(inner.calls, 1, `${what}: calls (the caller gave up before the retry)`);
+    }
     // a signal that aborted before the wait began: an abort event never comes, yet the wait must not happen
     const aborted = AbortSignal.abort();
     const early = performance.now();
