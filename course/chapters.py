@@ -15,6 +15,8 @@ from typing import Any, Mapping, Optional
 
 from course import content
 from course.errors import ManifestError, UnknownChapter, UnknownLanguage
+from course.languages.registry import DEFAULT_LANGUAGE
+from course.mutant import Mutant  # a track's documented mutants, read from its manifest: re-exported here
 
 # The manifest format this harness reads; a manifest says which one it is written in.
 FORMAT_VERSION = 1
@@ -22,7 +24,8 @@ KINDS = ("unit", "conformance", "boundary", "fault")
 # Progressive hints per catalog test: the idea, then the rule or section, then the shape of the code.
 HINT_LEVELS = 3
 # The fields of a track section every language shares; any other field is the adapter's to read.
-TRACK_FIELDS = ("files", "given", "run", "services", "run_services", "mutants", "selftest", "hints", "coverage_floor", "catalog")
+TRACK_FIELDS = ("files", "given", "run", "services", "run_services", "mutants", "selftest", "hints", "checks",
+                "coverage_floor", "catalog")
 # Where a catalog entry's rule is stated for the learner: a heading of the chapter's text, or a
 # symbol of a starter file that carries a docstring ("agent/provider/sse.py::EventReader.feed").
 STATED_IN = ("section", "docstring")
@@ -58,18 +61,6 @@ class CatalogEntry:
 
 
 @dataclass(frozen=True)
-class Mutant:
-    id: str
-    pitfall: int
-    description: str
-    file: str
-    caught_by: tuple[str, ...]
-    find: str = ""
-    replace: str = ""
-    diff: str = ""  # a small unified diff, as an alternative to find/replace
-
-
-@dataclass(frozen=True)
 class Track:
     """A chapter in one language: its learner files, demonstration, services and mutants, and the
     fields only its language's adapter reads (`options`, e.g. Python's `modules`)."""
@@ -90,6 +81,9 @@ class Track:
     # Hints written for this track, by catalog name, in place of the entry's (which name another
     # language's functions at their later levels).
     hints: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False, compare=False)
+    # What a catalog entry checks, in this track's words, by catalog name, where its test checks the
+    # rule through this language's own types (a Go function cannot be handed None for a string).
+    checks: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     # The least coverage (percent of lines and branches) verify accepts of the reference: 100 unless
     # the manifest records a track still short of it, so the figure can only go up.
     coverage_floor: float = 100.0
@@ -154,12 +148,14 @@ class Chapter:
         return _with_sections(text, own.read_text(encoding="utf-8")) if language and own.is_file() else text
 
     def for_track(self, track: Track) -> Chapter:
-        """This chapter as `track` sees it: only the catalog entries the track runs, in catalog order."""
-        if not track.catalog:
+        """This chapter as `track` sees it: only the catalog entries the track runs, in catalog order,
+        each saying what it checks in the track's words when the track has its own."""
+        if not track.catalog and not track.checks:
             return self
-        return replace(self, catalog=tuple(e for e in self.catalog if e.name in track.catalog))
+        return replace(self, catalog=tuple(replace(e, checks=track.checks.get(e.name, e.checks)) for e in self.catalog
+                                           if not track.catalog or e.name in track.catalog))
 
-    def track(self, language: str = "python") -> Track:
+    def track(self, language: str = DEFAULT_LANGUAGE) -> Track:
         try:
             return self.tracks[language]
         except KeyError:
@@ -170,39 +166,72 @@ class Chapter:
         return next((p for p in self.pitfalls if p.id == number), None)
 
 
-_HEADING = re.compile(r"^(#{2,3}) (\d+(?:\.\d+)*)\.? ", re.MULTILINE)
+_HEADING = re.compile(r"(#{2,3}) +(?:(\d+(?:\.\d+)*)\.? +)?(.*?)[ #]*")
 
 
 def _blocks(text: str) -> tuple[str, list[tuple[str, str, str]]]:
-    """(the opening, before any numbered heading; [(level, number, block)]): each block runs from
-    its heading to the next numbered heading of any level."""
-    found = list(_HEADING.finditer(text))
-    opening = text[: found[0].start()] if found else text
-    bounds = [m.start() for m in found] + [len(text)]
-    return opening, [(m.group(1), m.group(2), text[bounds[i]: bounds[i + 1]]) for i, m in enumerate(found)]
+    """(the opening, before the first section heading; [(level, key, block)]): each block runs from
+    its "##" or "###" heading to the next one, whatever its level. A heading's key is its number
+    ("2.2" for "### 2.2 Server-sent events"), or its title when it has none ("Reading the body");
+    lines inside fenced code are no headings."""
+    lines = text.splitlines(keepends=True)
+    starts: list[tuple[int, str, str]] = []  # (line, level, key)
+    fence = ""
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if fence:
+            fence = "" if stripped.startswith(fence) else fence
+            continue
+        if stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+            continue
+        heading = _HEADING.fullmatch(line.rstrip("\n"))
+        if heading:
+            starts.append((i, heading.group(1), heading.group(2) or heading.group(3)))
+    bounds = [line for line, _, _ in starts] + [len(lines)]
+    opening = "".join(lines[: bounds[0]])
+    return opening, [(level, key, "".join(lines[bounds[n]: bounds[n + 1]])) for n, (_, level, key) in enumerate(starts)]
 
 
 def _with_sections(text: str, override: str) -> str:
-    """text with each numbered section of override put in place of the one of the same number (a
-    "## 4." replaces section 4 with its subsections); override's opening, when it has one, replaces
-    the opening after the title line."""
+    """text with each section of override put in place of the one of the same key: the same number
+    ("## 4." replaces section 4), or for a heading without a number the same title. A "##" replaces
+    its section with the subsections under it; a "###", that subsection alone. override's opening,
+    when it has one, replaces the opening after the title line."""
     opening, blocks = _blocks(text)
     new_opening, new_blocks = _blocks(override)
-    replacing = {number: block.rstrip() + "\n\n" for _, number, block in new_blocks}
+    replacing: dict[str, str] = {}
+    section = ""  # the key of the override's "##" whose subsections follow
+    for level, key, block in new_blocks:
+        if level == "###" and _under(section, key):
+            replacing[section] += block.rstrip() + "\n\n"
+            continue
+        section = key if level == "##" else ""
+        replacing[key] = block.rstrip() + "\n\n"
     if new_opening.strip():
         title, _, _ = opening.partition("\n")
         opening = title + "\n\n" + new_opening.strip() + "\n\n"
-    out, skipping = [opening], ""
-    for level, number, block in blocks:
-        if skipping and level == "###" and number.startswith(skipping + "."):
+    out, replaced = [opening], ""
+    for level, key, block in blocks:
+        if level == "###" and _under(replaced, key):
             continue  # a subsection of a section replaced whole
-        skipping = ""
-        if number in replacing:
-            out.append(replacing.pop(number))
-            skipping = number if level == "##" else ""
+        replaced = ""
+        if key in replacing:
+            out.append(replacing.pop(key))
+            replaced = key if level == "##" else ""
         else:
             out.append(block)
     return "".join(out).rstrip() + "\n"
+
+
+def _under(section: str, key: str) -> bool:
+    """Whether the "###" of `key`, coming after the "##" of `section` (no "##" in between), is one of
+    its subsections: "2.1" is under "2" and not under "3"; a title is under a title."""
+    if not section:
+        return False
+    if section[0].isdigit():
+        return key.startswith(section + ".")
+    return not key[:1].isdigit()
 
 
 def normalize_id(text: str) -> str:
@@ -323,6 +352,14 @@ def _track_hints(f: "Fields", names: set[str]) -> dict[str, tuple[str, ...]]:
     return hints
 
 
+def _track_checks(f: "Fields", names: set[str]) -> dict[str, str]:
+    raw = f.get("checks", dict, {})
+    for name in raw:
+        if name not in names:
+            raise ManifestError(f"{f.where}: checks for {name!r}, which is not in the catalog")
+    return {name: Fields(raw, f"{f.where}, checks").get(name, str) for name in raw}
+
+
 def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
     top = Fields(raw, f"chapter {where}")
     chapter_id = top.get("id", str)
@@ -390,6 +427,7 @@ def parse(raw: Any, *, where: str, folder: Path = Path()) -> Chapter:
             options={k: v for k, v in body.items() if k not in TRACK_FIELDS},
             selftest=f.get("selftest", str, ""),
             hints=_track_hints(f, {e.name for e in catalog}),
+            checks=_track_checks(f, {e.name for e in catalog}),
             coverage_floor=float(f.get("coverage_floor", (int, float), 100)),
             catalog=f.strings("catalog", ()),
         )

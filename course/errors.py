@@ -14,6 +14,7 @@
     ├── StaleMutant             exit 1   a documented mutant no longer applies to the reference
     ├── CodeProblem             exit 1   the learner's code cannot run (`course run`: a syntax error, a timeout)
     ├── InternalError           exit 3   the harness itself failed (a helper process died): a bug to report
+    │   └── IncompleteInstall            the installed course lacks a folder of its content: reinstall
     └── Stopped                 exit 130 the harness is shutting down: no new child process may start
 
 Each shows itself as one line on stderr, `course: <message>`, then its detail lines if any: the
@@ -104,6 +105,14 @@ class InternalError(CourseError):
         out.write(f"course: internal error: {self.message}\n"
                   "(a failure of the harness, not of your code; please report it with the command you ran)\n")
         out.flush()
+
+
+class IncompleteInstall(InternalError):
+    """A folder of the course's content (a catalog, a starter, a reference) is missing from where the
+    course is installed: nothing the learner did, and no check can judge their code without it."""
+
+    def show(self, file: TextIO | None = None) -> None:
+        CourseError.show(self, file)
 
 
 class BaselineFailed(CourseError):

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from course.errors import ChapterNotStarted, NoLearnerRepo, UsageError
+from course.languages.registry import DEFAULT_LANGUAGE
 
 STATE_FILE = ".course.json"
 STATE_VERSION = 1
@@ -59,7 +60,7 @@ def fingerprint(root: Path, files: tuple[str, ...]) -> str:
 @dataclass
 class ChapterState:
     started: str = ""
-    language: str = "python"
+    language: str = DEFAULT_LANGUAGE  # a state written before tracks existed has no language
     last_check: dict[str, Any] = field(default_factory=dict)  # passed, total, at, failing, fingerprint
     passed_fingerprint: str = ""  # the files' fingerprint at the last check that passed everything
     hints: dict[str, int] = field(default_factory=dict)  # catalog test -> hint levels revealed

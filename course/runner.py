@@ -4,7 +4,7 @@ A test that hangs past its time, ends the process, or kills the interpreter or t
 its worker down with it. The runner records that test (timeout or error), starts a fresh worker that
 skips every case already reported, and goes on, so one bad test never hides the verdicts of the
 others. The adapter only builds, starts workers and translates its test runner's events (see
-course.languages.protocol for the boundary and the environment a catalog receives).
+course.languages.protocol for the boundary, course.services for the environment a catalog receives).
 
 Where the adapter allows it, a run's tests are shared among several workers running at once (one
 per core a learner's check may use), each test whole in one share. Each share is supervised as
@@ -17,18 +17,15 @@ from __future__ import annotations
 import signal
 import tempfile
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import replace
 from multiprocessing.connection import wait
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
-from course import cache, content
-from course.chapters import Track
-from course.check.results import ERROR, SKIP, TIMEOUT, CaseResult, RunOutcome
+from course import cache, services
+from course.results import ERROR, SKIP, TIMEOUT, CaseResult, RunOutcome
 from course.languages.protocol import (
-    FIXTURES_VAR,
-    SCRATCH_VAR,
     Adapter,
     CaseFinished,
     CaseId,
@@ -51,21 +48,6 @@ KILL_GRACE = 2.0
 QUIET_LIMIT = 30.0
 
 
-@contextmanager
-def environment(track: Track) -> Iterator[dict[str, str]]:
-    """What a catalog (or a chapter's script) receives from the harness, for the length of a block:
-    its fixtures folder, a fresh scratch folder, the services its track lists (see
-    course.languages.protocol for the variables)."""
-    from course import services
-
-    with ExitStack() as stack:
-        scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="course-scratch-"))
-        env = {FIXTURES_VAR: str(content.fixtures_dir(track.chapter_id)), SCRATCH_VAR: scratch}
-        for name in track.services:
-            env.update(stack.enter_context(services.start(name)))
-        yield env
-
-
 def missing_file(request: RunRequest) -> str:
     """The first of the track's files absent from the code being checked, as the one line every
     language says it in (a compiler would otherwise report each name the file declared), or ''."""
@@ -83,7 +65,7 @@ def run(adapter: Adapter, request: RunRequest, on_case: Callable[[CaseResult], N
         return RunOutcome(problem=missing)
     shares = split(request.tests, request.workers if adapter.splits else 1, _weights(request))
     # the workers start getting ready now, while the services start and the code is prepared
-    with adapter.ahead(request, len(shares)), environment(request.track) as env, ExitStack() as stack:
+    with adapter.ahead(request, len(shares)), services.environment(request.track) as env, ExitStack() as stack:
         request = replace(request, env={**env, **request.env})
         if request.coverage:
             coverage_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="course-coverage-"))

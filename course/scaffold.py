@@ -25,14 +25,14 @@ def render(chapter: Chapter, track: Track, name: str) -> str:
     reference with each region replaced by the starter's block of that name; a given file is the
     reference as it is; a file whose reference marks no region is its starter rendered whole (a
     chapter written before regions existed)."""
-    from course import regions
+    from course import content, regions
 
-    path = track.reference / name
+    path = content.require(track.reference) / name
     reference = path.read_text(encoding="utf-8") if path.is_file() else ""  # a file only the learner has
     where = f"{track.reference.name}/{name}"
     if name in track.given:
         return regions.strip(reference, where)
-    source = (track.starter / name).read_text(encoding="utf-8")
+    source = (content.require(track.starter) / name).read_text(encoding="utf-8")
     if not regions.regions(reference, where):
         return _environment(blocks=False).from_string(source).render(chapter=chapter)
     template = _environment(blocks=True).from_string(source)

@@ -18,8 +18,9 @@ from typing import Callable
 from course import languages
 from course.chapters import CatalogEntry, Chapter, Mutant, Track
 from course.check import run_check
-from course.check.results import CheckResult
 from course.errors import UsageError
+from course.languages.protocol import LearnerTests
+from course.results import CheckResult
 from course.mutation.documented import KILLED, TIMED_OUT, MutantResult, reference_copy, run_mutants
 
 
@@ -52,24 +53,24 @@ class SelftestResult:
 def tests_folder(track: Track, root: Path) -> Path:
     """Where the learner's own tests are in their repository `root`: the language decides (a Python
     learner keeps them apart, a Go learner beside the code, as each language's tests go)."""
+    return _learner_tests(track).learner_tests_folder(track, root)
+
+
+def _learner_tests(track: Track) -> LearnerTests:
     if not track.selftest:
         raise UsageError(f"chapter {track.chapter_id} has no selftest for its {track.language} track")
-    where = getattr(languages.get(track.language), "learner_tests_folder", None)
-    if where is None:
+    offered = languages.capability(languages.get(track.language), LearnerTests)
+    if offered is None:
         raise UsageError(f"selftest is not available for the {track.language} track yet")
-    return where(track, root)
+    return offered
 
 
 def run_selftest(chapter: Chapter, track: Track, root: Path, *, timeout: float, jobs: int | None = None,
                  on_mutant: Callable[[MutantResult], None] | None = None) -> SelftestResult:
     """Run the learner's tests (in the selftest folder of `root`) on the reference, then, if they all
     pass there, on every documented mutant of the track."""
-    adapter = languages.get(track.language)
     folder = tests_folder(track, root)
-    find = getattr(adapter, "learner_tests", None)
-    if find is None:
-        raise UsageError(f"selftest is not available for the {track.language} track yet")
-    names = find(folder) if folder.is_dir() else []
+    names = _learner_tests(track).learner_tests(track, folder) if folder.is_dir() else []
     if not names:
         raise UsageError(f"no tests of yours in {folder}: write test functions there "
                          f"(`course start {chapter.id}` gives an example)")

@@ -1,5 +1,6 @@
-"""What the harness starts for a catalog run when a track asks for it (`services:` in its manifest
-section), and the environment variables that tell the catalog where to find it.
+"""The run's environment: what the harness starts for a catalog run when a track asks for it
+(`services:` in its manifest section), and the variables that tell the catalog where to find it and
+its fixtures and scratch folder (course.environment names them).
 
 A service is started once per run, before the first worker, and stopped after the last, so a catalog
 in any language reaches it the same way: through the environment, never by importing the harness.
@@ -7,11 +8,16 @@ in any language reaches it the same way: through the environment, never by impor
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Callable, ContextManager, Iterator
+import tempfile
+from contextlib import ExitStack, contextmanager
+from typing import TYPE_CHECKING, Callable, ContextManager, Iterator
 
+from course import content
+from course.environment import FAKE_MODEL_VAR, FIXTURES_VAR, SCRATCH_VAR
 from course.errors import UsageError
-from course.languages.protocol import FAKE_MODEL_VAR
+
+if TYPE_CHECKING:
+    from course.chapters import Track
 
 
 @contextmanager
@@ -31,3 +37,15 @@ def start(name: str) -> ContextManager[dict[str, str]]:
         return SERVICES[name]()
     except KeyError:
         raise UsageError(f"no service {name!r}; the services are: {', '.join(SERVICES)}") from None
+
+
+@contextmanager
+def environment(track: Track) -> Iterator[dict[str, str]]:
+    """What a catalog (or a chapter's script) receives from the harness, for the length of a block:
+    its fixtures folder, a fresh scratch folder, the services its track lists."""
+    with ExitStack() as stack:
+        scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="course-scratch-"))
+        env = {FIXTURES_VAR: str(content.fixtures_dir(track.chapter_id)), SCRATCH_VAR: scratch}
+        for name in track.services:
+            env.update(stack.enter_context(start(name)))
+        yield env

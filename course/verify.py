@@ -12,12 +12,15 @@
    except lines marked as excluded with the reason written beside them (a track still short of
    that records its floor in the manifest, `coverage_floor`; the lines no test runs are listed).
 6. Every documented mutant is killed by at least one of the tests the manifest says catch it.
-Each mutant's kill signature is recorded in the chapter's signatures.json for `course check` hints.
+7. The mutants' kill signatures recorded in the chapter's signatures.json (for `course check` hints)
+   were recorded against this very catalog, these mutants and this reference: a stale recording fails
+   with the command that renews it. Verify reads the content tree and never writes it, except with
+   `record=True` (`course verify --record`), which records the signatures anew from two runs of the
+   mutants (course.signatures keeps what both show).
 """
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -25,18 +28,20 @@ from pathlib import Path
 from typing import Callable
 
 from course import languages
+from course import signatures as recorded
 from course.chapters import HINT_LEVELS, Chapter, Track
 from course.check import run_check
 from course.check.coverage import coverage_figure, coverage_gaps, coverage_percent
-from course.check.results import PASS
+from course.results import PASS
 from course.errors import CourseError
+from course.languages.protocol import Demonstration, LearnerTests
 
 
 @dataclass
 class Finding:
     chapter: str
     language: str
-    step: str  # manifest | hints | reference | stubs | shuffled | coverage | mutants
+    step: str  # manifest | hints | reference | stubs | shuffled | coverage | mutants | signatures
     ok: bool
     detail: str = ""
 
@@ -89,6 +94,11 @@ def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
             problems.append(f"service {service!r} is unknown; the services are: {', '.join(SERVICES)}")
     if track.run and not (track.tests / track.run).is_file():
         problems.append(f"run script missing: {track.tests / track.run}")
+    if track.run and languages.capability(adapter, Demonstration) is None:
+        problems.append(f"the track names a demonstration (run: {track.run}), which the {track.language} adapter cannot run")
+    if track.selftest and languages.capability(adapter, LearnerTests) is None:
+        problems.append(f"the track names a selftest example ({track.selftest}), but the {track.language} adapter "
+                        "offers no selftest")
     for dup in _duplicates([m.id for m in track.mutants]):
         problems.append(f"mutant id {dup!r} appears twice")
     pitfalls = {p.id for p in chapter.pitfalls}
@@ -172,7 +182,7 @@ def stated_in_problems(chapter: Chapter, track: Track) -> list[str]:
 
 
 def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], None],
-                 seed: int | None = None) -> ChapterVerdict:
+                 seed: int | None = None, record: bool = False) -> ChapterVerdict:
     from course.errors import BaselineFailed
     from course.mutation.documented import run_mutants
     from course.scaffold import render_all
@@ -241,23 +251,25 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
                                    + (f" (failed: {', '.join(r.failing)}; documented: {', '.join(r.mutant.caught_by)})"
                                       if r.failing else "") + (f": {r.detail}" if r.detail else "") for r in bad)
     note("mutants", not bad, detail)
-    if not bad:
-        write_signatures(chapter, track, {r.mutant.id: r.signature for r in results})
+    if bad:
+        return verdict
+    if record:
+        note("signatures", *_record(chapter, track, results))
+    else:
+        stale = recorded.staleness(chapter, track)
+        note("signatures", not stale, stale or f"kill signatures recorded for this catalog ({len(results)} mutants)")
     return verdict
 
 
-def write_signatures(chapter: Chapter, track: Track, signatures: dict[str, list[str]]) -> bool:
-    """Record kill signatures beside the manifest, tied to the catalog they were taken with; True if
-    the file changed."""
-    path = chapter.signatures_path
-    data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    wanted = {"catalog": track.catalog_digest(),
-              "signatures": {k: sorted(v) for k, v in sorted(signatures.items())}}
-    if data.get(track.language) == wanted:
-        return False
-    data[track.language] = wanted
+def _record(chapter: Chapter, track: Track, first: list) -> tuple[bool, str]:
+    """Record the signatures from `first` and one more run of the mutants: what both show."""
+    from course.mutation.documented import run_mutants
+
+    second = {r.mutant.id: r.signature for r in run_mutants(chapter, track, list(track.mutants))}
+    signatures = {r.mutant.id: recorded.stable([r.signature, second.get(r.mutant.id, r.signature)]) for r in first}
     try:
-        path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    except OSError:
-        return False  # an installed, read-only copy: the shipped signatures stay as they are
-    return True
+        changed = recorded.record(chapter, track, signatures)
+    except OSError as exc:
+        return False, f"cannot record in {chapter.signatures_path}: {exc.strerror}"
+    return True, (f"recorded anew in chapters/{chapter.id}/{chapter.signatures_path.name}" if changed
+                  else "recorded signatures unchanged")

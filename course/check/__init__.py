@@ -1,17 +1,20 @@
-"""`course check`: run a chapter's catalog against some code and fold the cases into a verdict."""
+"""The check engine: run a chapter's catalog on some code through the runner and fold the cases into
+a verdict. Every command that judges code goes through run_check: check, watch, verify, mutants,
+selftest and (in a subprocess per repository) grade."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
-from course.check.results import FAIL_STATUSES, CaseResult, CheckResult, EntryResult
+from course import cache, content, languages, runner, selection
+from course.chapters import Chapter, Track
 from course.errors import BadSelection
-
-if TYPE_CHECKING:  # a worker imports the package (for results.Status), and needs no manifest
-    from course.chapters import Chapter, Track
+from course.languages.protocol import RunRequest
+from course.mutant import Mutant
+from course.results import FAIL_STATUSES, CaseResult, CheckResult, EntryResult
 
 DEFAULT_TIMEOUT = 5.0
 # The whole check, however many tests time out: a learner waits at most this long for a verdict.
@@ -20,8 +23,6 @@ DEFAULT_BUDGET = 120.0
 
 def default_build_dir() -> Path:
     """Where build products go when the caller names no folder: the user's cache, kept between runs."""
-    from course import cache
-
     return cache.folder()
 
 
@@ -46,6 +47,7 @@ def run_check(
     shuffle: int | None = None,
     coverage: bool = False,
     origin: Path | None = None,
+    mutant: Mutant | None = None,
     workers: int = 1,
 ) -> CheckResult:
     """Run the catalog (the tests `select` matches, with -k's syntax, and among them those in `only`)
@@ -56,12 +58,12 @@ def run_check(
     together, so it is complete when the next begins). `scratch` is a folder for build products
     (removed by the caller); without it they go to the user's cache. `shuffle`, a seed, runs the
     cases in an order drawn from it instead (no `on_entry` then); `coverage` measures what of the
-    code the catalog executed. `origin`: code_root is a changed copy of that folder (RunRequest.origin).
+    code the catalog executed. `origin`: code_root is a changed copy of that folder (RunRequest.origin);
+    `mutant`: the documented mutant that copy holds (RunRequest.mutant).
     `workers`: how many test processes may share the run (where the language splits runs)."""
     chapter = chapter.for_track(track)  # the entries this track runs
-    # here, not at the top: the runner boundary imports course.check.results, which imports this package
-    from course import languages, runner, selection
-    from course.languages.protocol import RunRequest
+    if track.tests_at is None:
+        content.require(track.tests)  # an install without this track's catalog: say so, fail no test
 
     if shuffle is not None and on_entry is not None:
         raise ValueError("a shuffled run reports its entries only at the end")
@@ -93,7 +95,7 @@ def run_check(
     started = time.perf_counter()
     request = RunRequest(track=track, code_root=code_root, tests=tuple(order), timeout=timeout,
                          build_dir=scratch or default_build_dir(), shuffle=shuffle, coverage=coverage,
-                         budget=budget, cases=cases, origin=origin, workers=workers)
+                         budget=budget, cases=cases, origin=origin, mutant=mutant, workers=workers)
     stopped = False
     try:
         outcome = runner.run(adapter, request, on_case=on_case)

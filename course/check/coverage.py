@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from course.check.results import FileCoverage
+from course.results import FileCoverage
 
 
 def coverage_percent(files: dict[str, FileCoverage]) -> float:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable
 import click
 
 from course.check.coverage import describe_gaps
-from course.check.results import ERROR, FAIL, PASS, SKIP, TIMEOUT, CheckResult, EntryResult
+from course.results import ERROR, FAIL, PASS, SKIP, TIMEOUT, CheckResult, EntryResult
 
 if TYPE_CHECKING:  # imported by junit_xml: only --junit-xml needs it
     import xml.etree.ElementTree as ET
@@ -23,6 +23,8 @@ MAX_CASES_SHOWN = 3
 MAX_REASON_LINES = 8
 REASON_WIDTH = 110
 _PAD = " " * 10
+# An entry of the manifest's catalog that no test file defines: the course's fault, never the learner's.
+MISSING_REASON = "the catalog names {test} but no test file defines it (a fault of the course, not of your code)"
 # The catalogs' assert messages say "<what>: got <value>, want <value> (<why>)".
 _GOT_WANT = re.compile(r"^(?P<head>.*?)\bgot (?P<got>.+?), want (?P<want>.+)$")
 
@@ -115,7 +117,7 @@ class TerminalReport:
             line += click.style(f"  ({len(failures)} of {len(result.cases)} cases)", dim=True)
         self.echo(line)
         if result.missing:
-            self.echo(f"{_PAD}the catalog names {result.test_name} but no test file defines it")
+            self.echo(f"{_PAD}{MISSING_REASON.format(test=result.test_name)}")
         # Cases failing the same way are shown once: fifteen copies of one message help nobody.
         groups: dict[tuple[str, str], list] = {}
         for case in failures:
@@ -202,6 +204,10 @@ class TerminalReport:
 
     def closing(self, result: CheckResult) -> None:
         self.finish(result)
+        for entry in result.entries:  # never reported by the run: no case of theirs ever ran
+            if entry.missing and entry.test_name not in self.shown:
+                self.shown.add(entry.test_name)
+                self.show(entry)
         if result.stopped_first:
             self.echo(click.style(f"\nstopped at the first failure (-x): {len(result.not_run)} tests not run", fg="yellow"))
         elif result.not_run:
@@ -223,7 +229,7 @@ def results_json(result: CheckResult, sources: dict[str, str], course: dict | No
         if entry.entry.task:
             out["task_id"] = entry.entry.task
         if entry.missing:
-            out["message"] = "the catalog names this test but no test file defines it"
+            out["message"] = MISSING_REASON.format(test=entry.test_name)
         elif failure:
             where = f" (in your code at {failure.where})" if failure.where else ""
             out["message"] = (f"case {failure.case}: " if failure.case else "") + failure.message + where
@@ -258,7 +264,8 @@ def junit_xml(result: CheckResult, suite: str) -> ET.ElementTree:
             continue
         tag = "failure" if entry.status == FAIL else "error"
         first = entry.failures[0] if entry.failures else None
-        message = first.message if first else (result.problem or "test not found")
+        message = first.message if first else (MISSING_REASON.format(test=entry.test_name) if entry.missing
+                                               else result.problem or "test not run")
         node = ET.SubElement(case, tag, message=message.splitlines()[0] if message else entry.status)
         node.text = "\n\n".join(c.details or c.message for c in entry.failures) or message
     return ET.ElementTree(root)

@@ -62,6 +62,7 @@ from course.fake_model.replies import (
     http_error,
     no_done,
     raw,
+    refusal,
     reset_after,
     script_from_json,
     slow,
@@ -77,6 +78,6 @@ from course.fake_model.state import MODEL_NAME, RecordedRequest
 __all__ = [
     "CHAT_PATH", "RESPONSES_PATH", "CREATED", "MODEL_NAME", "FakeModel", "RecordedRequest", "serve",
     "Reply", "Delivery", "Turn", "ScriptedCall", "HTTPErrorReply", "SlowStream", "RawReply", "EventsReply", "from_json",
-    "script_from_json", "text", "tool_call", "http_error", "error_200", "reset_after", "cut_mid_chunk", "truncated", "no_done",
+    "script_from_json", "text", "refusal", "tool_call", "http_error", "error_200", "reset_after", "cut_mid_chunk", "truncated", "no_done",
     "error_event", "stall", "slow_head", "slow", "raw", "events",
 ]

@@ -69,4 +69,4 @@ def _recorded(request: Request) -> RecordedRequest:
         body = json.loads(request.body) if request.body else None
     except ValueError:
         body = None
-    return RecordedRequest(request.method, request.target, dict(request.headers), body, request.body)
+    return RecordedRequest.of(request.method, request.target, request.headers, body, request.body)

@@ -46,6 +46,8 @@ def play(reply: Reply, answer: _Answer, responder: Responder, state: State) -> N
         _only_streamed(answer, "slow")
         _slow(reply, answer, responder)
     elif isinstance(reply, Turn):
+        if reply.reasoning:
+            raise APIError(400, "The fake model's scripted reply (a reasoning item) exists only in the Responses API.")
         state.note_calls(c.id for c in reply.calls)
         if answer.stream:
             _stream_turn(reply, answer, responder)
@@ -89,7 +91,7 @@ class _Answer:
             prompt, completion = turn.usage
         else:  # a deterministic estimate: about four characters a token
             prompt = max(1, len(json.dumps(self.body.get("messages", []))) // 4)
-            completion = max(1, len(turn.text) + sum(len(c.fragments()) for c in turn.calls))
+            completion = max(1, len(turn.text) + len(turn.refusal) + sum(len(c.fragments()) for c in turn.calls))
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
@@ -98,9 +100,10 @@ DONE = playback.sse_event("[DONE]")
 
 def turn_events(turn: Turn, answer: _Answer) -> list[bytes]:
     """Every event of the turn's complete stream, before the end marker."""
-    only_calls = bool(turn.calls) and not turn.text
-    events = [answer.chunk({"role": "assistant", "content": None if only_calls else "", "refusal": None})]
+    no_text = (bool(turn.calls) or bool(turn.refusal)) and not turn.text
+    events = [answer.chunk({"role": "assistant", "content": None if no_text else "", "refusal": None})]
     events += [answer.chunk({"content": piece}) for piece in turn.text]
+    events += [answer.chunk({"refusal": piece}) for piece in turn.refusal]
     for index, call in enumerate(turn.calls):
         head = {"index": index, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}
         events.append(answer.chunk({"tool_calls": [head]}))
@@ -126,7 +129,8 @@ def _stream_turn(turn: Turn, answer: _Answer, responder: Responder) -> None:
 def _complete_turn(turn: Turn, answer: _Answer, responder: Responder) -> None:
     if turn.stream_only:
         _only_streamed(answer, "an ending of 'eof'" if turn.ending == "eof" else "an in-band error event")
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(turn.text) if turn.text or not turn.calls else None, "refusal": None}
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(turn.text) if turn.text or not (turn.calls or turn.refusal) else None,
+                               "refusal": "".join(turn.refusal) if turn.refusal else None}
     if turn.calls:
         message["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": "".join(c.fragments())}} for c in turn.calls

@@ -2,7 +2,9 @@
 
 * ``POST /_fake/script`` with ``[reply, ...]`` or ``{"replies": [...]}`` (the JSON form of
   ``replies.py``) queues replies; the answer says how many are pending.
-* ``GET /_fake/state``: pending replies, the recorded requests, issued tool-call ids, ``client_gone``.
+* ``GET /_fake/state``: pending replies, the recorded requests (method, path, body, ``headers`` with the last
+  value of each header and ``header_values`` with every value, names lowercased), issued tool-call ids,
+  ``client_gone``.
 * ``POST /_fake/reset``: forget the script, the recorded requests and ``client_gone``.
 """
 

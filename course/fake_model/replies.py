@@ -92,11 +92,17 @@ class ScriptedCall:
 
 @dataclass(frozen=True)
 class Turn(Reply):
-    """An assistant turn: text and/or tool calls, streamed as events or answered as one object.
+    """An assistant turn: text, a refusal and/or tool calls, streamed as events or answered as one object.
+
+    ``refusal`` parts make the answer a refusal (a ``refusal`` content part in the Responses API, the
+    message's ``refusal`` in chat completions). ``reasoning`` parts are the summary of a reasoning item
+    that opens the output (the Responses API only; chat completions answers such a turn with a 400).
 
     ``cut_after`` keeps only the first N events of the turn's stream; ``ending`` says what follows:
     ``"done"`` the end marker and a clean end; ``"eof"`` a clean end without the end marker; ``"reset"``
-    a TCP reset; ``"error"`` an in-band error event, then a clean end; ``"cut_mid_chunk"`` the next event's
+    a TCP reset; ``"error"`` an in-band error event, then a clean end (in the Responses API, the shape
+    live traffic sends, its fields nested under ``error``; ``flat_error`` sends the published schema's
+    flat shape instead); ``"cut_mid_chunk"`` the next event's
     HTTP chunk announced whole but only half sent, then the connection closed; ``"truncate"`` half of the
     next event, then a well-framed end of the body (the stream ends inside an event). Without
     ``cut_after`` the cut and truncation hit the end marker.
@@ -109,11 +115,14 @@ class Turn(Reply):
     kind: ClassVar[str] = "turn"
     text: tuple[str, ...] = ()
     calls: tuple[ScriptedCall, ...] = ()
+    refusal: tuple[str, ...] = ()
+    reasoning: tuple[str, ...] = ()
     finish_reason: str = ""  # "" means "tool_calls" when there are calls, else "stop"
     usage: tuple[int, int] | None = None  # (prompt_tokens, completion_tokens); None: estimated
     cut_after: int | None = None
     ending: Ending = "done"
     error: dict[str, Any] | None = None  # the object under "error" for ending="error"
+    flat_error: bool = False  # Responses: the error event's fields at its top level, not nested under "error"
     delivery: Delivery = NO_DELAY
 
     def __post_init__(self) -> None:
@@ -208,6 +217,11 @@ def text(*chunks: str, finish_reason: str = "stop", usage: tuple[int, int] | Non
     return Turn(text=tuple(chunks), finish_reason=finish_reason, usage=usage)
 
 
+def refusal(*chunks: str) -> Turn:
+    """A refusal streamed as the given chunks: the model declines to answer."""
+    return Turn(refusal=tuple(chunks))
+
+
 def tool_call(name: str, *argument_parts: str, call_id: str = "call_scripted_1", text: Sequence[str] = (),
               no_argument_fragment: bool = False) -> Turn:
     """An answer asking for one tool call whose arguments arrive as the given parts (one chunk each).
@@ -262,9 +276,12 @@ def no_done(*chunks: str) -> Turn:
 
 
 def error_event(type: str = "server_error", message: str = "The server had an error while processing your request.", *,
-                code: str | None = None, after: Sequence[str] = ()) -> Turn:
-    """The role chunk and one text event per piece of ``after``, then ``data: {"error": {...}}``."""
-    return Turn(text=tuple(after), cut_after=1 + len(after), ending="error", error=error_object(message, type, None, code))
+                code: str | None = None, after: Sequence[str] = (), flat: bool = False) -> Turn:
+    """The role chunk and one text event per piece of ``after``, then an in-band error: ``data: {"error":
+    {...}}`` in chat completions; in the Responses API an ``error`` event, its fields nested under
+    ``error`` as live traffic sends them, or at its top level with ``flat=True``."""
+    return Turn(text=tuple(after), cut_after=1 + len(after), ending="error", error=error_object(message, type, None, code),
+                flat_error=flat)
 
 
 def stall(seconds: float, *, after: int | None = None, reply: Reply | None = None) -> Reply:
@@ -364,7 +381,7 @@ def _field_value(cls: type[Reply], key: str, value: Any) -> Any:
         return tuple(_list(key, value))
     if cls is Turn and key == "calls":
         return tuple(_call_from_json(c) for c in _list(key, value))
-    if cls is Turn and key == "text":
+    if cls is Turn and key in ("text", "refusal", "reasoning"):
         return tuple(_str_list(key, value))
     if cls is Turn and key == "usage":
         if value is None:
@@ -382,13 +399,15 @@ _TYPES: dict[str, tuple[Any, ...]] = {
     "interval": _NUMBER, "duration": _NUMBER, "head_stall": _NUMBER, "head_byte_delay": _NUMBER, "stall": _NUMBER,
     "finish_reason": (str,), "ending": (str,), "type": (str,), "message": (str,), "content_type": (str,),
     "code": (str, type(None)), "retry_after": (str, type(None)), "param": (str, type(None)), "error": (dict, type(None)),
+    "flat_error": (bool,),
 }
 
 
 def _checked(key: str, value: Any) -> Any:
     allowed = _TYPES.get(key)
-    if allowed is not None and (isinstance(value, bool) or not isinstance(value, allowed)):
-        names = " or ".join("null" if t is type(None) else {int: "an integer", float: "a number", str: "a string", dict: "an object"}[t] for t in allowed)
+    if allowed is not None and ((isinstance(value, bool) and bool not in allowed) or not isinstance(value, allowed)):
+        names = " or ".join("null" if t is type(None) else {int: "an integer", float: "a number", str: "a string", dict: "an object",
+                                                             bool: "true or false"}[t] for t in allowed)
         raise ValueError(f"{key!r} must be {names}, got {value!r}")
     return value
 
@@ -442,6 +461,6 @@ def script_from_json(obj: Any) -> list[Reply]:
 
 __all__ = [
     "Delivery", "Reply", "ScriptedCall", "Turn", "HTTPErrorReply", "SlowStream", "RawReply", "EventsReply", "ENDINGS",
-    "text", "tool_call", "http_error", "error_200", "reset_after", "cut_mid_chunk", "truncated", "no_done",
+    "text", "refusal", "tool_call", "http_error", "error_200", "reset_after", "cut_mid_chunk", "truncated", "no_done",
     "error_event", "stall", "slow_head", "slow", "raw", "events", "from_json", "script_from_json",
 ]

@@ -10,7 +10,9 @@ Then the next scripted reply is played; with none scripted the fake plays "faket
 does: a text quoting the last function_call_output, else a call of ``tool_name`` (or of the first tool
 offered, with ``{}``), else a short text. A :class:`~course.fake_model.replies.Turn` becomes the real
 stream's events (``response.created`` ... ``response.completed``; ``finish_reason`` ``"length"`` or
-``"content_filter"`` ends with ``response.incomplete``; ending ``"eof"`` drops the terminal event, ``"error"`` sends an ``error`` event);
+``"content_filter"`` ends with ``response.incomplete``; ending ``"eof"`` drops the terminal event, ``"error"`` sends an ``error`` event,
+nested as live traffic nests it unless ``flat_error``; ``refusal`` parts become a refusal part, ``reasoning`` parts a reasoning
+item's summary; usage carries its details objects; ``function_call_arguments.done`` carries no ``name``, as live traffic);
 an :class:`~course.fake_model.replies.EventsReply` plays authored events as they are.
 """
 
@@ -125,9 +127,7 @@ def _play_turn(turn: Turn, builder: _Builder, stream: bool, responder: Responder
         events = events[:-1]  # no terminal event: the cut this API's clients must notice
     kept = events if turn.cut_after is None else events[: turn.cut_after]
     if turn.ending == "error":
-        error = turn.error or error_object("The server had an error while processing your request.", "server_error")
-        kept = kept + [{"type": "error", "sequence_number": len(kept), "code": error.get("code") or error.get("type"),
-                        "message": error.get("message"), "param": error.get("param")}]
+        kept = kept + [_error_event(turn, len(kept))]
     framed = [playback.sse_event(playback.compact(e), event=e["type"]) for e in kept]
     ending = {"done": "eof", "error": "eof"}.get(turn.ending, turn.ending)
     tail = b""
@@ -165,33 +165,12 @@ class _Builder:
         out = [self.event("response.created", response=self.response("in_progress", [])),
                self.event("response.in_progress", response=self.response("in_progress", []))]
         output: list[dict[str, Any]] = []
-        if turn.text or not turn.calls:
-            item_id = f"msg_{self.id.removeprefix('resp_')}_0"
-            text = "".join(turn.text)
-            base = {"id": item_id, "type": "message", "role": "assistant"}
-            out.append(self.event("response.output_item.added", output_index=0, item={**base, "status": "in_progress", "content": []}))
-            at = {"item_id": item_id, "output_index": 0, "content_index": 0}
-            out.append(self.event("response.content_part.added", **at, part={"type": "output_text", "text": "", "annotations": []}))
-            out += [self.event("response.output_text.delta", **at, delta=piece, logprobs=[]) for piece in turn.text]
-            part = {"type": "output_text", "text": text, "annotations": []}
-            out.append(self.event("response.output_text.done", **at, text=text, logprobs=[]))
-            out.append(self.event("response.content_part.done", **at, part=part))
-            item = {**base, "status": "completed", "content": [part]}
-            out.append(self.event("response.output_item.done", output_index=0, item=item))
-            output.append(item)
+        if turn.reasoning:
+            out += self._reasoning(turn.reasoning, output)
+        if turn.text or turn.refusal or not turn.calls:
+            out += self._message(turn, output)
         for call in turn.calls:
-            index = len(output)
-            item_id = f"fc_{self.id.removeprefix('resp_')}_{index}"
-            fragments = call.fragments()
-            arguments = "".join(fragments)
-            base = {"id": item_id, "type": "function_call", "call_id": call.id, "name": call.name}
-            out.append(self.event("response.output_item.added", output_index=index, item={**base, "status": "in_progress", "arguments": ""}))
-            out += [self.event("response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=f) for f in fragments]
-            out.append(self.event("response.function_call_arguments.done", item_id=item_id, output_index=index, name=call.name,
-                                  arguments=arguments))
-            item = {**base, "status": "completed", "arguments": arguments}
-            out.append(self.event("response.output_item.done", output_index=index, item=item))
-            output.append(item)
+            out += self._call(call, output)
         usage = self._usage(turn)
         if turn.finish_reason in _INCOMPLETE:
             final = self.response("incomplete", output, usage=usage, incomplete_details={"reason": _INCOMPLETE[turn.finish_reason]})
@@ -200,13 +179,90 @@ class _Builder:
             out.append(self.event("response.completed", response=self.response("completed", output, usage=usage)))
         return out
 
-    def _usage(self, turn: Turn) -> dict[str, int]:
+    def _item_id(self, prefix: str, output: list[dict[str, Any]]) -> str:
+        return f"{prefix}_{self.id.removeprefix('resp_')}_{len(output)}"
+
+    def _reasoning(self, parts: tuple[str, ...], output: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A reasoning item whose summary is the given parts, each streamed in one delta."""
+        index, item_id = len(output), self._item_id("rs", output)
+        base = {"id": item_id, "type": "reasoning"}
+        out = [self.event("response.output_item.added", output_index=index, item={**base, "summary": []})]
+        summary = []
+        for n, text in enumerate(parts):
+            at = {"item_id": item_id, "output_index": index, "summary_index": n}
+            out.append(self.event("response.reasoning_summary_part.added", **at, part={"type": "summary_text", "text": ""}))
+            out.append(self.event("response.reasoning_summary_text.delta", **at, delta=text))
+            out.append(self.event("response.reasoning_summary_text.done", **at, text=text))
+            summary.append({"type": "summary_text", "text": text})
+            out.append(self.event("response.reasoning_summary_part.done", **at, part=summary[-1]))
+        item = {**base, "summary": summary}
+        out.append(self.event("response.output_item.done", output_index=index, item=item))
+        output.append(item)
+        return out
+
+    def _message(self, turn: Turn, output: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The assistant message: an output_text part (unless the turn only refuses), then a refusal part."""
+        index, item_id = len(output), self._item_id("msg", output)
+        base = {"id": item_id, "type": "message", "role": "assistant"}
+        out = [self.event("response.output_item.added", output_index=index, item={**base, "status": "in_progress", "content": []})]
+        parts = []
+        kinds = ([("output_text", turn.text)] if turn.text or not turn.refusal else []) + ([("refusal", turn.refusal)] if turn.refusal else [])
+        for content_index, (kind, pieces) in enumerate(kinds):
+            at = {"item_id": item_id, "output_index": index, "content_index": content_index}
+            whole = "".join(pieces)
+            if kind == "output_text":
+                out.append(self.event("response.content_part.added", **at, part={"type": "output_text", "text": "", "annotations": []}))
+                out += [self.event("response.output_text.delta", **at, delta=piece, logprobs=[]) for piece in pieces]
+                out.append(self.event("response.output_text.done", **at, text=whole, logprobs=[]))
+                parts.append({"type": "output_text", "text": whole, "annotations": []})
+            else:
+                out.append(self.event("response.content_part.added", **at, part={"type": "refusal", "refusal": ""}))
+                out += [self.event("response.refusal.delta", **at, delta=piece) for piece in pieces]
+                out.append(self.event("response.refusal.done", **at, refusal=whole))
+                parts.append({"type": "refusal", "refusal": whole})
+            out.append(self.event("response.content_part.done", **at, part=parts[-1]))
+        item = {**base, "status": "completed", "content": parts}
+        out.append(self.event("response.output_item.done", output_index=index, item=item))
+        output.append(item)
+        return out
+
+    def _call(self, call: ScriptedCall, output: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A function call; its done event carries no name, as live traffic sends it."""
+        index, item_id = len(output), self._item_id("fc", output)
+        fragments = call.fragments()
+        arguments = "".join(fragments)
+        base = {"id": item_id, "type": "function_call", "call_id": call.id, "name": call.name}
+        out = [self.event("response.output_item.added", output_index=index, item={**base, "status": "in_progress", "arguments": ""})]
+        out += [self.event("response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=f) for f in fragments]
+        out.append(self.event("response.function_call_arguments.done", item_id=item_id, output_index=index, arguments=arguments))
+        item = {**base, "status": "completed", "arguments": arguments}
+        out.append(self.event("response.output_item.done", output_index=index, item=item))
+        output.append(item)
+        return out
+
+    def _usage(self, turn: Turn) -> dict[str, Any]:
+        """Usage as live traffic reports it, details included; reasoning tokens count in the output tokens."""
+        reasoning = sum(len(part) for part in turn.reasoning) // 4 + (1 if turn.reasoning else 0)
         if turn.usage is not None:
             prompt, completion = turn.usage
+            reasoning = min(reasoning, completion)
         else:  # a deterministic estimate: about four characters a token
             prompt = max(1, len(json.dumps(self.body.get("input", ""))) // 4)
-            completion = max(1, len(turn.text) + sum(len(c.fragments()) for c in turn.calls))
-        return {"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion}
+            completion = max(1, len(turn.text) + len(turn.refusal) + sum(len(c.fragments()) for c in turn.calls)) + reasoning
+        return {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+                "output_tokens": completion, "output_tokens_details": {"reasoning_tokens": reasoning},
+                "total_tokens": prompt + completion}
+
+
+def _error_event(turn: Turn, sequence_number: int) -> dict[str, Any]:
+    """The in-band error: nested under "error" as live traffic sends it, or flat as the published schema has it."""
+    error = turn.error or error_object("The server had an error while processing your request.", "server_error")
+    if turn.flat_error:
+        return {"type": "error", "sequence_number": sequence_number, "code": error.get("code") or error.get("type"),
+                "message": error.get("message"), "param": error.get("param")}
+    nested = {"type": error.get("type"), "code": error.get("code") or error.get("type"), "message": error.get("message"),
+              "param": error.get("param")}
+    return {"type": "error", "sequence_number": sequence_number, "error": nested}
 
 
 def _only_streamed(what: str) -> None:

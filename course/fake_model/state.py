@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from course.fake_model.replies import Reply
@@ -19,12 +19,26 @@ class RecordedRequest:
 
     method: str
     path: str  # the request target as sent, query string included
-    headers: dict[str, str]  # names lowercased; a repeated header keeps its last value
+    headers: dict[str, str]  # names lowercased; a header sent twice shows its last value here, every value in header_values
     body: Any  # the parsed JSON body; None when the body is empty or not JSON
     raw_body: bytes = b""
+    header_values: dict[str, list[str]] = field(default_factory=dict)  # names lowercased: every value, in arrival order
+
+    @classmethod
+    def of(cls, method: str, path: str, headers: Iterable[tuple[str, str]], body: Any, raw_body: bytes = b"") -> RecordedRequest:
+        """A request from its headers as received, (name, value) pairs in arrival order."""
+        values: dict[str, list[str]] = {}
+        for name, value in headers:
+            values.setdefault(name.lower(), []).append(value)
+        return cls(method, path, {name: found[-1] for name, found in values.items()}, body, raw_body, values)
+
+    def values(self, name: str) -> list[str]:
+        """Every value the request carried for this header (case-insensitive name), in arrival order."""
+        return list(self.header_values.get(name.lower(), []))
 
     def to_json(self) -> dict[str, Any]:
-        return {"method": self.method, "path": self.path, "headers": self.headers, "body": self.body}
+        return {"method": self.method, "path": self.path, "headers": self.headers, "header_values": self.header_values,
+                "body": self.body}
 
 
 class State:

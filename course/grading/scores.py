@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from course.check.results import PASS, CheckResult, EntryResult
+from course.results import PASS, CheckResult, EntryResult
 
 
 @dataclass(frozen=True)

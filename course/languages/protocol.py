@@ -16,11 +16,12 @@
     and reports the cases in the run's order.
 
 What a catalog needs from the harness reaches it through the environment, the same for every
-language (request.env, given to the test process as it is):
-    COURSE_FIXTURES        the chapter's recorded data (fixtures/<chapter>/), absolute
-    COURSE_SCRATCH         an empty folder for this run's own files, removed after it
-    COURSE_FAKE_MODEL_URL  base URL (http://127.0.0.1:PORT/v1) of a course fake model started for
-                           the run, when the track lists `services: [fake-model]`
+language: request.env, given to the test process as it is (course.environment names the variables).
+
+Below the events: Adapter, what every language implements, and the optional capabilities only some
+offer (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration), which an adapter declares in
+`capabilities` and a command asks for with course.languages.capability. course.languages.scripted
+is the smallest adapter that keeps the contract; contract_problems says what one lacks.
 """
 
 from __future__ import annotations
@@ -28,16 +29,13 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ContextManager, Mapping, Optional, Protocol, Union
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Mapping, Optional, Protocol, Union, runtime_checkable
 
-from course.check.results import FileCoverage, Status
+from course.mutant import Mutant
+from course.results import FileCoverage, Status
 
 if TYPE_CHECKING:  # a worker imports this module, and needs no manifest
-    from course.chapters import Track
-
-FIXTURES_VAR = "COURSE_FIXTURES"
-SCRATCH_VAR = "COURSE_SCRATCH"
-FAKE_MODEL_VAR = "COURSE_FAKE_MODEL_URL"
+    from course.chapters import Chapter, Track
 
 
 @dataclass(frozen=True)
@@ -62,6 +60,9 @@ class RunRequest:
     # may build it as if its files were there, to reuse what it built for the others; the catalog
     # alone judges it (no linter's verdict)
     origin: Optional[Path] = None
+    # the documented mutant code_root holds (origin with this mutant applied, nothing else), or None
+    # for code that is not one: an adapter that builds many mutants at once is told which this is
+    mutant: Optional[Mutant] = None
 
 
 @dataclass(frozen=True)
@@ -166,15 +167,26 @@ class Worker(Protocol):
 
 
 class Adapter(Protocol):
+    """What every language adapter implements: the required part of the contract. What only some
+    languages offer is in `capabilities` (see the optional capabilities below), never found by
+    looking for an attribute. course.languages.scripted is the smallest adapter there is: copy it."""
+
     name: str
     exit_call: str  # how code ends the process from inside a test ("os._exit", "os.Exit"), for messages
     # whether a run's tests may be shared among several workers running at once (its Worker has
     # fileno()): worth it where each worker costs little next to the tests (a Python interpreter
     # forked with pytest loaded), not where one process runs a whole catalog fast (a Go test binary)
     splits: bool
+    # the optional capabilities it offers, each to the object that implements it (often the adapter
+    # itself): {LearnerTests: self, BroadMutation: Mutmut()}; ask with course.languages.capability
+    capabilities: Mapping[type, object]
 
     def test_name(self, entry: str) -> str:
         """The catalog entry's name in this language ('hand_example' -> 'test_hand_example')."""
+
+    def toolchain(self) -> str:
+        """What runs this language's tracks here, in a few words ('go1.26.8 (/usr/local/go/bin/go)');
+        ToolMissing, whose message says what to install, when it is missing or too old."""
 
     def test_sources(self, track: Track) -> dict[str, str]:
         """Each catalog test's source, by its name in this language."""
@@ -210,13 +222,92 @@ class Adapter(Protocol):
     def exclusion_problems(self, track: Track) -> list[str]:
         """Lines of the reference left out of its coverage without a reason written beside them."""
 
-    def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str]) -> int:
-        """Run one of the chapter's scripts on the code under test; its exit code."""
 
-    # `course selftest` needs the two below; a language without them says selftest is not available.
+# --- Optional capabilities: what some languages offer, declared in Adapter.capabilities -------------
+# A command that needs one asks course.languages.capability(adapter, Kind) and says plainly that the
+# track does not offer it when the answer is None.
+
+
+@runtime_checkable
+class LearnerTests(Protocol):
+    """`course selftest`: the learner's own tests, run in place of the catalog."""
+
     def learner_tests_folder(self, track: Track, root: Path) -> Path:
         """Where a learner keeps their own tests in their repository `root` (track.selftest names the
         example `course start` writes); run with this folder as the track's tests (Track.tests_at)."""
 
-    def learner_tests(self, folder: Path) -> list[str]:
-        """The learner's tests in `folder`, as names `test_name` turns into the language's own."""
+    def learner_tests(self, track: Track, folder: Path) -> list[str]:
+        """The learner's tests of `track` in `folder`, as names `test_name` turns into the language's
+        own. A language whose learners keep the tests of several chapters in one folder (Go: beside
+        the code, in one module) leaves out those that test another chapter's code."""
+
+
+class BroadReport(Protocol):
+    """What a broad mutation tool found."""
+
+    def show(self, echo: Callable[[str], None]) -> None:
+        """The score and each survivor, as lines for the terminal."""
+
+    def as_dict(self) -> dict:
+        """The same as JSON data (`course mutants --broad --json`)."""
+
+
+@runtime_checkable
+class BroadMutation(Protocol):
+    """`course mutants CHAPTER --broad`: a general mutation tool's score of the track's catalog on its
+    reference (mutmut for Python, gremlins for Go): an instructor's measure, not part of verify."""
+
+    tool: str  # the tool, as the command line names it ("mutmut", "gremlins v0.6.0")
+
+    def run(self, chapter: Chapter, track: Track, env: Mapping[str, str], *, echo: Callable[[str], None]) -> BroadReport:
+        """Score the catalog on a staged copy of the reference, the run's environment in `env` (the
+        COURSE_* variables, services started: course.services.environment); `echo` says progress."""
+
+
+@runtime_checkable
+class CommentBlindDiff(Protocol):
+    """`course diff` leaves out the hunks that differ only in comments and docstrings (`--all` shows them)."""
+
+    def commentary_lines(self, text: str) -> set[int]:
+        """The lines (1-based) of `text` that hold only comments, documentation or nothing."""
+
+
+@runtime_checkable
+class Demonstration(Protocol):
+    """`course run`: the chapter's demonstration program (the track's `run:` script) on the code under test."""
+
+    def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str],
+                   *, timeout: float) -> int:
+        """Run the script on the code in code_root with `args` and the run's `env`; its exit code.
+        CodeProblem when the code cannot run at all (it does not compile), or runs past `timeout`."""
+
+
+CAPABILITIES: tuple[type, ...] = (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration)
+
+
+def contract_problems(adapter: object) -> list[str]:
+    """What `adapter` lacks of the contract: a required member it does not have, a capability it
+    declares that is none of CAPABILITIES, or one whose object lacks that capability's members.
+    The harness's tests hold every registered adapter to it; a new language's author runs it first."""
+    have = set(dir(adapter))
+    problems = [f"no {name} (required of every adapter)" for name in _members(Adapter) if name not in have]
+    declared = adapter.capabilities if "capabilities" in have else {}  # type: ignore[attr-defined]
+    if not isinstance(declared, Mapping):
+        return problems + ["capabilities must map each capability it offers to the object offering it"]
+    for kind, offered in declared.items():
+        if kind not in CAPABILITIES:
+            problems.append(f"capabilities: {kind!r} is not one of {', '.join(c.__name__ for c in CAPABILITIES)}")
+            continue
+        missing = [name for name in _members(kind) if name not in dir(offered)]
+        if missing or not isinstance(offered, kind):
+            problems.append(f"capabilities: {type(offered).__name__} offers {kind.__name__} without "
+                            + ", ".join(missing or ["what it requires"]))
+    return problems
+
+
+def _members(protocol: type) -> list[str]:
+    """The attributes and methods a protocol class asks for."""
+    import inspect
+
+    methods = [name for name, value in vars(protocol).items() if callable(value) and not name.startswith("_")]
+    return sorted({*inspect.get_annotations(protocol), *methods})

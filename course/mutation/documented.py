@@ -20,9 +20,9 @@ from typing import Callable
 from course import processes, regions
 from course.chapters import Chapter, Mutant, Track
 from course.check import run_check
-from course.check.results import TIMEOUT, CheckResult
+from course.results import TIMEOUT, CheckResult
 from course.errors import BaselineFailed, StaleMutant
-from course.mutation.apply import apply
+from course.mutant import apply
 
 class MutantStatus(str, Enum):
     """What became of a documented mutant. A str, so it compares with and serialises as its value."""
@@ -107,7 +107,7 @@ def _judge(chapter: Chapter, track: Track, mutant: Mutant, timeout: float, scrat
             apply(mutant, copy)
         except StaleMutant as exc:
             return MutantResult(mutant, STALE, detail=str(exc))
-        result = run_check(chapter, track, copy, timeout=timeout, scratch=scratch, origin=origin)
+        result = run_check(chapter, track, copy, timeout=timeout, scratch=scratch, origin=origin, mutant=mutant)
     failing = sorted(result.failing)
     signature = sorted(result.signature)
     if result.problem:

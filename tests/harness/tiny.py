@@ -97,6 +97,18 @@ def tiny_go_chapter(root: Path, *, tests: str, reference: str, starter: str = GO
     })
 
 
+def tiny_scripted_chapter(root: Path, names: list[str]) -> Path:
+    """The tiny chapter with a track in the scripted language (course.languages.scripted): one file,
+    `calc.txt`, and a catalog of one `<name>.test` file per name (its text: the test's source)."""
+    track = {"files": ["calc.txt"], "catalog": names}
+    return _write(root, names, {"scripted": track}, pitfalls=None, files={
+        f"chapters/{CHAPTER}/text.md": TEXT,
+        f"starter/scripted/{CHAPTER}/calc.txt": "add: to be written\n",
+        f"reference/scripted/{CHAPTER}/calc.txt": "# the reference\nadd: a + b\n",
+        **{f"tests/scripted/{CHAPTER}/{name}.test": f"expect {name}\n" for name in names},
+    })
+
+
 def _write(root: Path, names: list[str], tracks: dict, *, files: dict[str, str], pitfalls: list[dict] | None,
            stated_in: list[dict] | None = None) -> Path:
     """The manifest (a catalog entry per name; like the real chapters' tracks, each track lists the

@@ -2,12 +2,14 @@
 
     python tooling/bench/run.py [cli] [sse] [mutants] [go-sse] [go-check] [go-mutants]
                                 [ts-sse] [ts-check] [ts-mutants]   (all when none is named)
-                                [--rounds N] [--no-cold]
+                                [--rounds N] [--no-cold] [--chapter CH]... [--against OTHER_CHECKOUT]
 
 cli      `course check ag01 --reference` and `course check ag02 --reference` against a bare
          `python -m pytest` of one trivial test
          (target: median within 2x), and against bare pytest running the same ag01 catalog (the
-         harness's own cost), and `course --help` (target: under 150 ms), runs interleaved.
+         harness's own cost), and `course --help` (target: under 150 ms), runs interleaved. With
+         --against, the same three `course` commands of another checkout (an earlier commit), each
+         right after this checkout's, the rounds' order alternating, and each one's ratio to it.
 sse      the reference EventReader against httpx-sse's decoders (and openai-python's) on the same
          4 MB chat-completions stream read 4 KiB at a time, with short chunks (150 bytes an event)
          and with chunks shaped like the real API's (281 bytes; target: at least 2x httpx-sse on
@@ -19,12 +21,13 @@ go-sse   the Go reference's EventReader against openai-go v3.99.0's packages/sse
          v0.12.0 on the same 4 MB stream, 4 KiB reads (a testing.B benchmark in tooling/bench/go/, a
          module of its own so the peers never reach a learner's or the reference's go.mod; targets:
          2x openai-go, at least go-sse), and its linearity on one long event, 4 KiB and 1-byte reads.
-go-check `course check ag01 --language go --reference` against a bare `go test -json -count=1` of
+go-check `course check CH --language go --reference` against a bare `go test -json -count=1` of
          the same catalog on the same code in the same environment, interleaved rounds, warm build
          cache (target: within 1.3x); the same in a learner's repository after an edit before every
          run; then each once with empty caches (GOCACHE, and the course's own cache folder). Wall
-         and CPU time (the command and all it waits for).
-go-mutants `course mutants ag01 --language go` (target: under 40 s wall on 2 cores), wall and CPU.
+         and CPU time (the command and all it waits for). For each chapter with a Go track.
+go-mutants `course mutants CH --language go` (target: under 40 s wall on 2 cores), wall and CPU, for
+         each chapter with a Go track.
 ts-sse   the TypeScript reference's EventReader against eventsource-parser 4.1.3 (its callback parser,
          and its stream of events read with for await, the shape of ours) and the openai Node
          package 7.55's own SSE decoder on the same 4 MB stream, 4 KiB reads, short and
@@ -65,21 +68,24 @@ PY = sys.executable
 ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "PYTHONPATH": str(REPO)}
 
 
-def wall(args: list[str], cwd: Path | None = None) -> float:
+def wall(args: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> float:
     started = time.perf_counter()
-    subprocess.run(args, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(args, cwd=cwd, env=env or ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     return time.perf_counter() - started
 
 
-def interleaved(commands: dict[str, tuple[list[str], Path | None]], runs: int) -> dict[str, float]:
+def interleaved(commands: dict[str, tuple], runs: int, *, alternate: bool = False) -> dict[str, float]:
+    """Median wall time of each command, (args, cwd) or (args, cwd, env), run in turn round after round.
+    `alternate`: every other round runs them in the reverse order, so that neither of two commands
+    compared side by side always comes first (a command is slower right after a heavy one)."""
     times: dict[str, list[float]] = {name: [] for name in commands}
-    for _ in range(runs):
-        for name, (args, cwd) in commands.items():
-            times[name].append(wall(args, cwd))
+    for round_ in range(runs):
+        for name, command in (reversed(commands.items()) if alternate and round_ % 2 else commands.items()):
+            times[name].append(wall(*command))
     return {name: statistics.median(t) for name, t in times.items()}
 
 
-def bench_cli(runs: int = 15) -> None:
+def bench_cli(runs: int = 15, against: Path | None = None) -> None:
     import site
     import sysconfig
 
@@ -97,7 +103,7 @@ def bench_cli(runs: int = 15) -> None:
         catalog = ["env", "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", f"COURSE_FIXTURES={REPO / 'fixtures' / 'ag01'}",
                    f"PYTHONPATH={REPO / 'reference' / 'python' / 'ag01'}{os.pathsep}{REPO}",
                    PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--assert=plain", str(REPO / "tests" / "python" / "ag01")]
-        medians = interleaved({
+        commands = {
             "python -c pass": ([PY, "-c", "pass"], None),
             "pytest, one trivial test": (pytest_args, Path(tmp)),
             "pytest, one trivial test, no plugin autoload": (["env", "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", *pytest_args], Path(tmp)),
@@ -107,7 +113,13 @@ def bench_cli(runs: int = 15) -> None:
             "course --help": (course + ["--help"], Path(tmp)),
             "python -S -c pass": ([PY, "-S", "-c", "pass"], None),
             "course --help, python -S": (["env", f"PYTHONPATH={bare_path}", PY, "-S", "-m", "course", "--help"], Path(tmp)),
-        }, runs)
+        }
+        if against:  # each command of the other checkout right after this one's, the pair's order alternating
+            theirs = {**ENV, "PYTHONPATH": str(against)}
+            commands = {key: value for name, command in commands.items() for key, value in
+                        [(name, command)] + ([(f"{name}, {against.name}", (command[0], command[1], theirs))]
+                                             if name in COMPARED else [])}
+        medians = interleaved(commands, runs, alternate=against is not None)
     for name, median in medians.items():
         print(f"  {name:<46} {median * 1000:7.0f} ms (median of {runs})")
     for chapter in ("ag01", "ag02"):
@@ -119,6 +131,12 @@ def bench_cli(runs: int = 15) -> None:
           "(the harness's own cost)")
     print(f"  course --help: {medians['course --help'] * 1000:.0f} ms, {medians['course --help, python -S'] * 1000:.0f} ms "
           f"without site hooks (target < 150 ms)")
+    for name in COMPARED if against else ():
+        print(f"  {name}: this checkout / {against}: {medians[name] / medians[f'{name}, {against.name}']:.3f}x")
+
+
+# What --against times of the other checkout, beside this one's.
+COMPARED = ("course check ag01 --reference", "course check ag02 --reference", "course --help")
 
 
 def chat_stream(size: int, realistic: bool = False) -> bytes:
@@ -346,6 +364,17 @@ def compare(commands: dict[str, tuple[list[str], Path]], env: dict[str, str], ro
           f"{statistics.median(o / b for b, o in zip(base, other)):.2f}x the median of each round's ratio (target <= 1.3x)")
 
 
+CHOSEN: list[str] = []  # --chapter: the Go benchmarks measure these chapters only
+
+
+def go_chapters() -> list[str]:
+    """The chapters with a Go track, in course order (those chosen with --chapter, when any)."""
+    sys.path.insert(0, str(REPO))
+    from course import chapters
+
+    return [c.id for c in chapters.load_all() if "go" in c.tracks and (not CHOSEN or c.id in CHOSEN)]
+
+
 def learner_repository(into: Path, language: str, env: dict[str, str]) -> Path:
     """A learner's repository in `into` with the chapter ag01 started in `language` and the
     reference's files in place of the stubs."""
@@ -358,14 +387,21 @@ def learner_repository(into: Path, language: str, env: dict[str, str]) -> Path:
 
 
 def bench_go_check(rounds: int = 9, cold: bool = True) -> None:
+    for chapter in go_chapters():
+        print(f" {chapter}:")
+        bench_go_check_of(chapter, rounds, cold)
+
+
+def bench_go_check_of(chapter: str, rounds: int, cold: bool) -> None:
     """course check against bare `go test -json` of the same catalog on the same code, in the same
     environment (fixtures, a fake model); the bare run has -count=1 so that it runs the tests rather
     than replaying a cached result, as course check always does. Three ways: unchanged code (warm
     caches), after an edit of the learner's code before every run, and with empty caches."""
     sys.path.insert(0, str(REPO))
-    from course import content, fake_model
+    from course import chapters, content, fake_model
 
-    tests = REPO / "tests" / "go" / "ag01"
+    track = chapters.get(chapter).track("go")
+    tests = REPO / "tests" / "go" / chapter
     packages = sorted({"./" + p.parent.relative_to(tests).as_posix() for p in tests.rglob("*_test.go")})
 
     def bare(module: Path, into: Path) -> list[str]:
@@ -374,18 +410,22 @@ def bench_go_check(rounds: int = 9, cold: bool = True) -> None:
         return ["go", "test", "-json", "-count=1", "-overlay", str(overlay), *packages]
 
     with tempfile.TemporaryDirectory() as tmp, fake_model.FakeModel() as fake:
-        env = {**ENV, "COURSE_FIXTURES": str(content.fixtures_dir("ag01")), "COURSE_FAKE_MODEL_URL": fake.base_url,
+        env = {**ENV, "COURSE_FIXTURES": str(content.fixtures_dir(chapter)), "COURSE_FAKE_MODEL_URL": fake.base_url,
                "GOFLAGS": "-buildvcs=false", "NO_COLOR": "1"}
-        module = REPO / "reference" / "go" / "ag01" / "go"
+        module = REPO / "reference" / "go" / chapter / "go"
         commands = {"bare go test -json": (bare(module, Path(tmp)), module),
-                    "course check --language go --reference": ([PY, "-m", "course", "check", "ag01", "--language", "go", "--reference"], Path(tmp))}
+                    "course check --language go --reference": ([PY, "-m", "course", "check", chapter, "--language", "go", "--reference"], Path(tmp))}
         for args, cwd in commands.values():
             timed_run(args, cwd, env)  # both warm
         compare(commands, env, rounds, "unchanged code, warm caches")
 
         # a learner's loop: an edit, then a check (the edited package is compiled and linked again)
-        learner = learner_repository(Path(tmp), "go", env)
-        edited = learner / "go" / "agent" / "provider" / "sse.go"
+        learner = Path(tmp) / "learner"
+        (learner / ".git").mkdir(parents=True)
+        subprocess.run([PY, "-m", "course", "start", chapter, "--language", "go"], cwd=learner, env=env,
+                       capture_output=True, check=True)
+        shutil.copytree(REPO / "reference" / "go" / chapter, learner, dirs_exist_ok=True)
+        edited = learner / next(f for f in track.files if f.endswith(".go") and f not in track.given)
         original = edited.read_text(encoding="utf-8")
         edits = iter(range(1_000_000))
 
@@ -405,16 +445,13 @@ def bench_go_check(rounds: int = 9, cold: bool = True) -> None:
                 print(f"    {name:<40} wall {elapsed:6.1f} s  CPU {cpu:6.1f} s  exit {code}  ({before}; after: {load()})")
 
 
-def bench_track_mutants(language: str, rounds: int = 1, target: str = "") -> None:
-    for _ in range(rounds):
-        before = load()
-        elapsed, cpu, code = timed_run([PY, "-m", "course", "mutants", "ag01", "--language", language], REPO, ENV)
-        print(f"  course mutants ag01 --language {language}: wall {elapsed:.1f} s, CPU {cpu:.1f} s on {os.cpu_count()} "
-              f"cores, exit {code} ({target}{before}; after: {load()})")
-
-
 def bench_go_mutants(rounds: int = 1) -> None:
-    bench_track_mutants("go", rounds, "target < 40 s wall; ")
+    for chapter in go_chapters():
+        for _ in range(rounds):
+            before = load()
+            elapsed, cpu, code = timed_run([PY, "-m", "course", "mutants", chapter, "--language", "go"], REPO, ENV)
+            print(f"  course mutants {chapter} --language go: wall {elapsed:.1f} s, CPU {cpu:.1f} s on {os.cpu_count()} cores, "
+                  f"exit {code} (target < 40 s wall; {before}; after: {load()})")
 
 
 TS_BENCH = REPO / "tooling" / "bench" / "ts"
@@ -526,7 +563,11 @@ def bench_ts_check(rounds: int = 9) -> None:
 
 
 def bench_ts_mutants(rounds: int = 1) -> None:
-    bench_track_mutants("typescript", rounds)
+    for _ in range(rounds):
+        before = load()
+        elapsed, cpu, code = timed_run([PY, "-m", "course", "mutants", "ag01", "--language", "typescript"], REPO, ENV)
+        print(f"  course mutants ag01 --language typescript: wall {elapsed:.1f} s, CPU {cpu:.1f} s on {os.cpu_count()} cores, "
+              f"exit {code} ({before}; after: {load()})")
 
 
 def main(argv: list[str]) -> None:
@@ -540,9 +581,13 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("names", nargs="*", metavar="NAME", help=", ".join(benches) + " (all when none is named)")
-    parser.add_argument("--rounds", type=int, help="rounds of go-check, ts-sse, ts-check (9), go-mutants or ts-mutants (1)")
+    parser.add_argument("--rounds", type=int, help="rounds of cli (15), go-check, ts-sse, ts-check (9), go-mutants or ts-mutants (1)")
+    parser.add_argument("--against", type=Path, metavar="DIR", help="cli: also time this other checkout's course")
     parser.add_argument("--no-cold", action="store_true", help="go-check: leave out the empty build cache runs")
+    parser.add_argument("--chapter", action="append", default=[], metavar="CH",
+                        help="go-check and go-mutants: this chapter only (again for more; all with a Go track by default)")
     args = parser.parse_args(argv)
+    CHOSEN[:] = args.chapter
     unknown = [name for name in args.names if name not in benches]
     if unknown:
         parser.error(f"no benchmark named {', '.join(unknown)}; choose from {', '.join(benches)}")
@@ -554,6 +599,8 @@ def main(argv: list[str]) -> None:
             bench_go_mutants(args.rounds or 1)
         elif name in ("ts-sse", "ts-check", "ts-mutants"):
             benches[name](*([args.rounds] if args.rounds else []))
+        elif name == "cli":
+            bench_cli(args.rounds or 15, args.against.resolve() if args.against else None)
         else:
             benches[name]()
 

@@ -124,7 +124,7 @@ def start_costs(root: Path, rounds: int) -> dict[str, list[float]]:
     from course import chapters, languages, rundir, runner
     from course.check import default_build_dir
     from course.languages.protocol import RunRequest
-    from course.languages.python import launch
+    from course.languages.python import handshake
 
     rundir.enter()
     chapter = chapters.get(CHAPTER)
@@ -146,7 +146,7 @@ def start_costs(root: Path, rounds: int) -> dict[str, list[float]]:
         return first[0]
 
     costs = {"new": [once() for _ in range(rounds)]}
-    launch.warm()
+    handshake.warm()
     costs["forked"] = [once() for _ in range(rounds)]
     with adapter.standby():
         once()  # the first run of a watch starts a worker as check does; the next ones find it ready

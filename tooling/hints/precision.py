@@ -3,7 +3,7 @@
     python tooling/hints/precision.py [CHAPTER ...] [--bugs FILE] [--json OUT]
 
 Each documented mutant of a chapter is run against its catalog, as `course verify` does, to get its
-signature. Then, with the same matching `course check` uses (course/diagnose.py):
+signature. Then, with the same matching `course check` uses (course/pitfall_hints.py):
 
 own signature present   every signature recorded, the mutant's own included: does the hint name
                         the mutant's pitfall? (what a learner who makes exactly a documented
@@ -36,7 +36,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.g
 
 from course import chapters  # noqa: E402
 from course.chapters import Chapter, Mutant, Track  # noqa: E402
-from course.diagnose import name_pitfall  # noqa: E402
+from course.pitfall_hints import name_pitfall  # noqa: E402
 from course.mutation.documented import KILLED, TIMED_OUT, run_mutants  # noqa: E402
 
 
@@ -50,7 +50,8 @@ def load_bugs(path: Path, chapter: Chapter) -> list[Mutant]:
     bugs = []
     for item in data:
         label = item.get("pitfall")
-        bugs.append(Mutant(id=str(item["id"]), pitfall=int(label) if label is not None else 0,
+        # an id of its own: a bug file written apart from the manifest may reuse a documented mutant's id
+        bugs.append(Mutant(id=f"bug-{item['id']}", pitfall=int(label) if label is not None else 0,
                            description=item.get("description", ""), file=item["file"], caught_by=(),
                            find=item.get("find", ""), replace=item.get("replace", ""), diff=item.get("diff", "")))
     return bugs

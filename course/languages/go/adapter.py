@@ -16,15 +16,15 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Mapping
 
 from course import processes
-from course.chapters import Chapter, Track
-from course.check.results import FileCoverage
+from course.chapters import Track
 from course.errors import CodeProblem, UsageError
-from course.languages.go import build, coverage, toolchain
+from course.languages.go import build, coverage, gremlins, toolchain
 from course.languages.go.worker import Done, Worker
-from course.languages.protocol import Prepared, RunRequest
+from course.languages.protocol import BroadMutation, CommentBlindDiff, Demonstration, LearnerTests, Prepared, RunRequest
+from course.results import FileCoverage
 
 # Go keeps initialisms upper case in names (golint's list): api_error -> APIError, sse_spec -> SSESpec
 INITIALISMS = {"api", "ascii", "cpu", "css", "dns", "eof", "html", "http", "https", "id", "io", "ip", "json",
@@ -38,6 +38,12 @@ class GoAdapter:
     # cost a second process start and link for little.
     splits = False
 
+    def __init__(self) -> None:
+        # every optional capability of the protocol: learners' own tests (selftest), gremlins' broad
+        # score, a diff blind to comments, the chapters' demonstrations
+        self.capabilities = {LearnerTests: self, BroadMutation: gremlins.Gremlins(), CommentBlindDiff: self,
+                             Demonstration: self}
+
     def test_name(self, entry: str) -> str:
         """'api_error_not_retried' -> 'TestAPIErrorNotRetried'. A learner's own test is named by its
         function already ('TestTwoEvents'): catalog names are lower case, so the two never meet."""
@@ -45,16 +51,30 @@ class GoAdapter:
             return entry
         return "Test" + "".join(w.upper() if w in INITIALISMS else w[:1].upper() + w[1:] for w in entry.split("_"))
 
+    def toolchain(self) -> str:
+        found = toolchain.find()
+        return f"{found.version} ({found.go})"
+
     def learner_tests_folder(self, track: Track, root: Path) -> Path:
         """Where a learner's own tests are: anywhere in their module, next to the code they test, as
         any Go test is (so `go test ./...` runs them on the learner's code too). A catalog build
         leaves them out (build.overlay)."""
         return build.module_root(track, root)
 
-    def learner_tests(self, folder: Path) -> list[str]:
-        """The test functions of the learner's _test.go files in `folder` (their module), by their Go
-        names, in file order; `test_name` gives each back unchanged."""
-        return list(build.test_functions(folder))
+    def learner_tests(self, track: Track, folder: Path) -> list[str]:
+        """The test functions of the learner's _test.go files in `folder` (their module) that test this
+        track, by their Go names, in file order (`test_name` gives each back unchanged): those in the
+        track's own packages, and in packages of theirs that hold only tests. A package holding code that is not
+        the track's is another chapter's (ag00's agent/contract while ag01 is selftested): its tests
+        test that code, which this track's reference does not have."""
+        module = Path(next((f for f in track.files if f == "go.mod" or f.endswith("/go.mod")), "go.mod")).parent
+        own = {Path(f).parent.relative_to(module).as_posix() for f in track.files if f.endswith(".go")}
+
+        def ours(package: str) -> bool:
+            code = [p for p in (folder / package).glob("*.go") if not p.name.endswith("_test.go")]
+            return package in own or not code
+
+        return [name for name, (package, _) in build.test_functions(folder).items() if ours(package)]
 
     def prepare(self, request: RunRequest) -> Prepared:
         if request.cases:
@@ -63,7 +83,7 @@ class GoAdapter:
         tests = [self.test_name(n) for n in request.tests]
         built, problem = build.build(request.track, request.code_root, tests, request.build_dir,
                                      env=self._env(request), cover=request.coverage_dir is not None,
-                                     origin=request.origin)
+                                     origin=request.origin, mutant=request.mutant)
         return Prepared(problem=problem, artifact=built)
 
     def start(self, request: RunRequest, prepared: Prepared, skip: frozenset[str]) -> Worker | Done:
@@ -84,12 +104,6 @@ class GoAdapter:
 
     def _env(self, request: RunRequest) -> dict[str, str]:
         return toolchain.environment(dict(request.env))
-
-    def gremlins(self, chapter: Chapter, track: Track, *, echo: Callable[[str], None]) -> "gremlins.GremlinsReport":
-        """gremlins' broad mutation score of the track's catalog (`course mutants --gremlins`)."""
-        from course.languages.go import gremlins
-
-        return gremlins.run_gremlins(chapter, track, echo=echo)
 
     @contextmanager
     def ahead(self, request: RunRequest, workers: int) -> Iterator[None]:

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from course import processes
-from course.chapters import Track
+from course import cache, processes
+from course.chapters import Mutant, Track
 from course.languages.go import schemata, toolchain
 
 BUILD_LIMIT = 900.0  # a cold build cache compiles net/http and its tests' needs: minutes on a slow machine
@@ -91,12 +91,13 @@ def test_functions(tests_dir: Path) -> dict[str, tuple[str, str]]:
 
 
 def build(track: Track, code_root: Path, tests: list[str], build_dir: Path, *, env: dict[str, str],
-          cover: bool = False, origin: Path | None = None) -> tuple[Built | None, str]:
+          cover: bool = False, origin: Path | None = None, mutant: Mutant | None = None) -> tuple[Built | None, str]:
     """(the binaries, "") or (None, the problem). With `origin` (code_root is a changed copy of it),
     the copy is compiled as if its changed files were in origin, so the packages it did not change
     come from the build cache (the compiler records where a file is: a copy in a folder of its own
     would compile them all again); go vet is left out, the catalog alone judges a mutant. A copy that
-    is one of the track's documented mutants runs the run's mutant schema instead (schemata)."""
+    holds one of the track's documented mutants (`mutant`, as the request says) runs the run's
+    mutant schema instead (schemata), when the schema holds that mutant."""
     tools = toolchain.find()
     module = module_root(track, code_root)
     if not (module / "go.mod").is_file():
@@ -108,11 +109,11 @@ def build(track: Track, code_root: Path, tests: list[str], build_dir: Path, *, e
     wanted = sorted(set(packages.values()), key=lambda p: min(order[t] for t, q in packages.items() if q == p))
     if origin and not cover:
         schema = _schema(track, origin, build_dir, env)
-        mutant = schema.which(code_root, origin) if schema else ""
-        if schema and mutant and all(schema.binaries.get(package, Path()).is_file() for package in wanted):
+        held = schema is not None and mutant is not None and mutant.id in schema.mutants
+        if held and all(schema.binaries.get(package, Path()).is_file() for package in wanted):
             folder = tempfile.TemporaryDirectory(prefix="course-go-")
             binaries = {package: _own_copy(schema.binaries[package], Path(folder.name)) for package in wanted}
-            return Built(module, compiled_in, binaries, packages, folder, env={schemata.VARIABLE: mutant}), ""
+            return Built(module, compiled_in, binaries, packages, folder, env={schemata.VARIABLE: mutant.id}), ""
     place = _place(build_dir, module, track.tests, cover)
     folder = tempfile.TemporaryDirectory(prefix="course-go-")
     binaries: dict[str, Path] = {}
@@ -156,10 +157,8 @@ def _schema(track: Track, origin: Path, build_dir: Path, env: dict[str, str]) ->
 
 
 def _build_schema(track: Track, origin: Path, build_dir: Path, env: dict[str, str]) -> schemata.Schema | None:
-    from course.check import default_build_dir
-
     go = toolchain.find().go
-    tool = schemata.tool(default_build_dir(), lambda args, cwd: _call(args, cwd=cwd, env=env)[0])
+    tool = schemata.tool(cache.folder(), lambda args, cwd: _call(args, cwd=cwd, env=env)[0])
     if tool is None:
         return None
     place = build_dir / "go-schema" / hashlib.sha256(f"{origin.resolve()}\n{track.tests.resolve()}".encode()).hexdigest()[:16]

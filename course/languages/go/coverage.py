@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from course.check.results import FileCoverage
+from course.results import FileCoverage
 
 _BLOCK = re.compile(r"^(.+\.go):(\d+)\.\d+,(\d+)\.\d+ (\d+) (\d+)$")
 

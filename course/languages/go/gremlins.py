@@ -1,5 +1,6 @@
-"""`course mutants CHAPTER --language go --gremlins`: gremlins' broad mutation score of a Go track's
-catalog, the Go counterpart of --mutmut (an instructor's tool: not part of verify or CI).
+"""The Go adapter's broad mutation tool (`course mutants CHAPTER --language go --broad`): gremlins'
+mutation score of a Go track's catalog, the Go counterpart of Python's mutmut (an instructor's tool:
+not part of verify or CI).
 
 gremlins runs `go test` itself and knows nothing of overlays, so it works on a staged copy: the
 reference module with the catalog's test files copied into their packages, in a temporary folder.
@@ -17,7 +18,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from course import processes
 from course.chapters import Chapter, Track
@@ -58,7 +59,7 @@ class GremlinsReport:
 
     @property
     def score(self) -> float:
-        """Killed (timeouts count as killed, as --mutmut counts them) over every judged mutant."""
+        """Killed (timeouts count as killed, as mutmut's score counts them) over every judged mutant."""
         return (self.count("KILLED") + self.count("TIMED OUT")) / self.judged if self.judged else 0.0
 
     def show(self, echo: Callable[[str], None]) -> None:
@@ -103,12 +104,11 @@ def stage(track: Track, into: Path) -> Path:
     return module
 
 
-def run_gremlins(chapter: Chapter, track: Track, *, echo: Callable[[str], None]) -> GremlinsReport:
-    from course import runner
-
+def run_gremlins(chapter: Chapter, track: Track, env: Mapping[str, str], *, echo: Callable[[str], None]) -> GremlinsReport:
+    """gremlins on a staged copy of the track's reference module, in the run's environment `env`."""
     gremlins = find()
     shown_prefix = build.module_root(track, Path(".")).as_posix()
-    with tempfile.TemporaryDirectory(prefix=f"course-gremlins-{chapter.id}-") as tmp, runner.environment(track) as env:
+    with tempfile.TemporaryDirectory(prefix=f"course-gremlins-{chapter.id}-") as tmp:
         module = stage(track, Path(tmp))
         echo(f"gremlins {VERSION}: staging {chapter.id} in {module} and running the catalog for every mutant "
              "(this takes a while)")
@@ -146,3 +146,11 @@ def run_gremlins(chapter: Chapter, track: Track, *, echo: Callable[[str], None])
             raise CourseError(f"gremlins judged no mutant (exit {proc.returncode}):\n{tail}")
     return report
 
+
+class Gremlins:
+    """The BroadMutation capability of the Go adapter (course.languages.protocol)."""
+
+    tool = f"gremlins {VERSION}"
+
+    def run(self, chapter: Chapter, track: Track, env: Mapping[str, str], *, echo: Callable[[str], None]) -> GremlinsReport:
+        return run_gremlins(chapter, track, env, echo=echo)

@@ -5,9 +5,9 @@ about a second of CPU however small the change. So the first mutant build of a r
 as its origin, see build.build) builds a schema instead: each file that mutants change, with every
 mutant's version of each function it changes beside the original's, chosen at run time by the
 mutant's id in an environment variable (the schematool command beside this file writes them). Each
-copy whose changes are exactly one documented mutant's then runs that binary with its id; any other
-copy (a mutant that changes a type or a signature, a bug that is not documented) is built on its
-own as before. The dispatch sits on the line of each function's opening brace and a mutant's
+copy the run says holds one documented mutant (RunRequest.mutant) then runs that binary with its id;
+any other copy (a mutant that changes a type or a signature, a bug that is not documented) is built
+on its own as before. The dispatch sits on the line of each function's opening brace and a mutant's
 function keeps its own file's lines (//line), so failures are placed as in the mutant's own build.
 """
 
@@ -28,7 +28,7 @@ from course import processes
 from course.chapters import Track
 from course.errors import StaleMutant
 from course.languages.go import toolchain
-from course.mutation.apply import apply
+from course.mutant import apply
 
 VARIABLE = "COURSE_GO_MUTANT"  # the environment variable that chooses a mutant in a schema binary
 DISPATCH = "courseMutant__"  # the Go variable that holds it, one per package with mutants
@@ -37,26 +37,11 @@ TOOL = Path(__file__).with_name("schematool") / "main.go"
 
 @dataclass
 class Schema:
-    """The overlay entries that turn the origin into the schema, and the changed files (path
-    relative to the origin -> text) that identify each mutant the schema holds."""
+    """The overlay entries that turn the origin into the schema, and the ids of the mutants it holds."""
 
     replace: dict[str, str]
-    mutants: dict[str, dict[str, str]]
+    mutants: set[str]
     binaries: dict[str, Path] = field(default_factory=dict)  # package -> the schema's test binary
-
-    def which(self, copy: Path, origin: Path) -> str:
-        """The id of the mutant that `copy` is (its files differ from origin's exactly as that
-        mutant's do), or ''."""
-        ours = _code_files(copy)
-        if ours.keys() != _code_files(origin).keys():
-            return ""  # a file added or removed: no documented mutant does that
-        changed = {name: path.read_text(encoding="utf-8", errors="replace") for name, path in ours.items()
-                   if path.read_bytes() != (origin / name).read_bytes()}
-        return next((mid for mid, files in self.mutants.items() if files == changed), "")
-
-
-def _code_files(root: Path) -> dict[str, Path]:
-    return {p.relative_to(root).as_posix(): p for p in root.rglob("*") if p.is_file() and not p.name.endswith("_test.go")}
 
 
 _lock = threading.Lock()
@@ -96,7 +81,7 @@ def plan(track: Track, origin: Path, into: Path, *, tool: Path, env: dict[str, s
                 continue  # said by its own run
             variants[mutant.file].append({"id": mutant.id, "text": (root / mutant.file).read_text(encoding="utf-8")})
     replace: dict[str, str] = {}
-    mutants: dict[str, dict[str, str]] = {}
+    mutants: set[str] = set()
     packages: dict[Path, str] = {}
     for name, versions in variants.items():
         original = origin / name
@@ -116,8 +101,7 @@ def plan(track: Track, origin: Path, into: Path, *, tool: Path, env: dict[str, s
         written.write_text(answer["text"], encoding="utf-8")
         replace[str(original)] = str(written)
         packages[original.parent] = answer["package"]
-        for v in held:
-            mutants[v["id"]] = {name: v["text"]}
+        mutants.update(v["id"] for v in held)
     if not mutants:
         return None
     for folder, package in packages.items():

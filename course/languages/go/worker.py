@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from course import processes
-from course.check.results import FAIL, PASS, SKIP, TIMEOUT
+from course.results import FAIL, PASS, SKIP, TIMEOUT
 from course.languages.go import toolchain
 from course.languages.protocol import CaseFinished, CaseId, CaseStarted, Collected, Ended, Event, Finished
 

@@ -17,10 +17,10 @@ from typing import Mapping
 
 from course import content, processes
 from course.chapters import Fields, Track
-from course.languages.protocol import Prepared, RunRequest
-from course.check.results import FileCoverage
 from course.errors import CodeProblem
-from course.languages.python import bytecode, imports, launch, measure
+from course.languages.protocol import BroadMutation, CommentBlindDiff, Demonstration, LearnerTests, Prepared, RunRequest
+from course.languages.python import bytecode, handshake, imports, launch, measure, mutmut
+from course.results import FileCoverage
 
 
 class PythonAdapter:
@@ -32,8 +32,21 @@ class PythonAdapter:
     # a run's workers, started before its code was prepared: each thread's own (mutants run many at once)
     _run = threading.local()
 
+    def __init__(self) -> None:
+        # every optional capability of the protocol: learners' own tests (selftest), mutmut's broad
+        # score, a diff blind to comments and docstrings, the chapters' demonstrations
+        self.capabilities = {LearnerTests: self, BroadMutation: mutmut.Mutmut(), CommentBlindDiff: self,
+                             Demonstration: self}
+
     def test_name(self, entry: str) -> str:
         return f"test_{entry}"
+
+    def toolchain(self) -> str:
+        """The interpreter running the harness: the learner's code runs in it too (the package itself
+        requires Python 3.10 or newer, so nothing older gets this far)."""
+        import platform
+
+        return f"Python {platform.python_version()} ({sys.executable})"
 
     def modules(self, track: Track) -> tuple[str, ...]:
         return Fields(dict(track.options), f"chapter {track.chapter_id}, track {track.language}").strings("modules", ())
@@ -66,7 +79,7 @@ class PythonAdapter:
         """For `course watch`: import, once, what every catalog run needs (pytest, its plugins,
         the worker), and keep the next run's worker ready while the learner types (set up as far
         as it can be without the code under test: see course.languages.python.worker.run)."""
-        launch.warm()
+        handshake.warm()
         self._standby = launch.Standby()
         try:
             yield
@@ -205,7 +218,7 @@ class PythonAdapter:
         (tests_mine/<chapter>/), out of the way of the chapter's modules."""
         return root / Path(track.selftest).parent
 
-    def learner_tests(self, folder: Path) -> list[str]:
+    def learner_tests(self, track: Track, folder: Path) -> list[str]:
         """The tests a learner wrote in `folder` (test_*.py files, test_ functions at the top level
         or in Test classes), as catalog-style names, in file order."""
         names: list[str] = []

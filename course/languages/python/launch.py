@@ -1,14 +1,15 @@
-"""Starting Python workers: forked from the harness itself, or from a fork server with pytest preloaded.
+"""Starting Python workers: forked from the harness itself, from the zygote, or from a fork server with
+pytest preloaded.
 
 Each worker is one process running part of a catalog (course.languages.python.worker); it reports
 typed events on a pipe of its own and writes its stderr to a file read when it ends. What to do when
-it hangs or dies is the shared runner's business (course.runner).
+it hangs or dies is the shared runner's business (course.runner). What a worker and the process
+that starts it say to each other before its run is course.languages.python.handshake.
 """
 
 from __future__ import annotations
 
 import atexit
-import gc
 import multiprocessing
 import multiprocessing.forkserver
 import multiprocessing.util
@@ -17,51 +18,18 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from multiprocessing.reduction import ForkingPickler
 from typing import Any, Callable
 
 from course import processes, rundir
 from course.languages.python import zygote
+from course.languages.python.handshake import PIPE_TAKES_AT_ONCE, PRELOAD, WAITING, warm
 from course.errors import InternalError, Stopped
 from course.languages.protocol import Ended, Event, decode
 
 
-# Imported once by the fork server. Never the code under test: only the harness's side of a run and
-# standard-library modules that chapter code commonly imports.
-PRELOAD = ["course.languages.python.worker", "course.fake_model", "http.client", "json", "dataclasses",
-           "enum", "contextvars", "codecs", "urllib.parse", "concurrent.futures",
-           "course.languages.python.preload"]
-# Said by a worker once it is set up and waits for its run's spec (not an event: the runner never sees it).
-WAITING = b"waiting"
-# A pipe holds 64 KiB on Linux (4 KiB is the least POSIX promises for one atomic write): a run's
-# spec is a few KiB unless thousands of cases are skipped.
-PIPE_TAKES_AT_ONCE = 60_000
 _forkserver = None
 _forkserver_lock = threading.Lock()
-
-
-def warm() -> None:
-    """Import what every worker needs into this process, so that the workers it forks start warm."""
-    import importlib
-
-    with collector_paused():
-        for name in PRELOAD:
-            importlib.import_module(name)
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """The garbage collector off for a block that only builds what lives on (imports, pytest's set-up):
-    its collections there find nothing to free, and cost a tenth of the block's time."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _context():  # noqa: ANN202

@@ -12,7 +12,7 @@ import json
 import re
 from pathlib import Path
 
-from course.check.results import FileCoverage
+from course.results import FileCoverage
 
 # coverage.py's own exclusion marks (its default patterns for excluded lines and partial branches)
 PRAGMA = re.compile(r"#\s*(pragma|PRAGMA)[:\s]?\s*(no|NO)\s*(cover|COVER|branch|BRANCH)\b(?P<reason>.*)$")

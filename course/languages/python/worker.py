@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from course import content, processes
-from course.check.results import Status
-from course.languages.python.launch import WAITING
+from course.results import Status
+from course.languages.python.handshake import WAITING
 from course.languages.protocol import CaseFinished, CaseId, Collected, Event, Finished, Problem, encode
 
 

@@ -1,7 +1,7 @@
 """A copy of the harness, forked as `course check` starts, that gets the run's first workers ready early.
 
 Before its first test a Python worker needs pytest, its plugins and the harness's side of a run
-imported (launch.warm): about 150 ms. The harness, meanwhile, spends its first ~80 ms on its own
+imported (handshake.warm): about 150 ms. The harness, meanwhile, spends its first ~80 ms on its own
 command line and the chapter's manifest, on one core. The zygote does the importing on the other
 core at the same time: it is forked before the command line is parsed, imports what every worker
 needs, and then forks the run's first workers from itself when the run asks (Kept.provide), each
@@ -185,9 +185,9 @@ def _serve(harness: int, control: Connection, status: Connection, slots: list[_S
         os.dup2(null, fd)
     from multiprocessing.connection import Connection
 
-    from course.languages.python import launch, worker
+    from course.languages.python import handshake, worker
 
-    launch.warm()
+    handshake.warm()
     unused = dict(enumerate(slots))  # the slots no worker has taken: their worker ends are still open here
     children = 0
     while True:

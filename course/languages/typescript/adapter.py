@@ -15,19 +15,15 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import Mapping
 
-from course import processes
+from course import cache, processes
 from course.chapters import Track
-from course.check.results import FileCoverage
 from course.errors import CodeProblem, UsageError
-from course.languages.protocol import Prepared, RunRequest
-from course.languages.typescript import build, coverage, toolchain
+from course.languages.protocol import BroadMutation, CommentBlindDiff, Demonstration, LearnerTests, Prepared, RunRequest
+from course.languages.typescript import build, coverage, stryker, toolchain
 from course.languages.typescript.worker import Done, Worker
-
-if TYPE_CHECKING:
-    from course.chapters import Chapter
-    from course.languages.typescript.stryker import StrykerReport
+from course.results import FileCoverage
 
 # a top-level test of a test file: test("name", ...) at the start of a line, up to its closing "});"
 _TEST = re.compile(r"""^(?:test|it)\(\s*(["'`])(?P<name>(?:(?!\1).)+)\1\s*,""", re.MULTILINE)
@@ -40,17 +36,28 @@ class TypeScriptAdapter:
     # second one would cost another start, compile check and import of the code for little.
     splits = False
 
+    def __init__(self) -> None:
+        # every optional capability of the protocol: learners' own tests (selftest), StrykerJS's broad
+        # score, a diff blind to comments, the chapters' demonstrations
+        self.capabilities = {LearnerTests: self, BroadMutation: stryker.Stryker(), CommentBlindDiff: self,
+                             Demonstration: self}
+
     def test_name(self, entry: str) -> str:
         """A catalog entry's test has the entry's name ("hand_example"); a learner's own test keeps its own."""
         return entry
+
+    def toolchain(self) -> str:
+        found = toolchain.find()
+        return f"node {found.version} ({found.node}), TypeScript {found.typescript}"
 
     def learner_tests_folder(self, track: Track, root: Path) -> Path:
         """Where a learner's own tests are: their package's test/ folder (`node --test` runs them on
         their code too). A catalog build leaves that folder out."""
         return build.package_root(track, root) / build.LEARNER_TESTS
 
-    def learner_tests(self, folder: Path) -> list[str]:
-        """The top-level tests of the .test.ts files in `folder`, by name, in file order."""
+    def learner_tests(self, track: Track, folder: Path) -> list[str]:
+        """The top-level tests of the .test.ts files in `folder`, by name, in file order (a learner's
+        package holds one chapter's code, so all of them test this track)."""
         return list(_tests_in(folder))
 
     def prepare(self, request: RunRequest) -> Prepared:
@@ -138,9 +145,7 @@ class TypeScriptAdapter:
                    *, timeout: float) -> int:
         """Compile the chapter's program (a file of the catalog's folder) with the learner's package
         and run it with node there: a compile error is one problem at the learner's file:line."""
-        from course.check import default_build_dir
-
-        built, problem = build.build(track, code_root, default_build_dir())
+        built, problem = build.build(track, code_root, cache.folder())
         if problem:
             raise CodeProblem(problem)
         program = built.out / script.relative_to(track.tests).with_suffix(".js")
@@ -148,13 +153,6 @@ class TypeScriptAdapter:
         return processes.run_bounded([toolchain.find().node, "--enable-source-maps", str(program), *args],
                                      cwd=root if root.is_dir() else code_root, env=toolchain.environment(dict(env)),
                                      timeout=timeout, what="the demonstration")
-
-    def stryker(self, chapter: Chapter, track: Track, *, echo: Callable[[str], None]) -> StrykerReport:
-        """StrykerJS's broad mutation score of the track's catalog (the TypeScript counterpart of
-        --mutmut and --gremlins): an instructor's tool, not part of verify or CI."""
-        from course.languages.typescript import stryker
-
-        return stryker.run_stryker(chapter, track, echo=echo)
 
 
 def _tests_in(folder: Path) -> dict[str, str]:

@@ -13,7 +13,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from course.check.results import FileCoverage
+from course.results import FileCoverage
 from course.languages.typescript import toolchain
 from course.languages.typescript.build import Built
 

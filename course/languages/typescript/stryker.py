@@ -1,5 +1,6 @@
-"""StrykerJS's broad mutation score of a TypeScript track's catalog: the counterpart of --mutmut
-(Python) and --gremlins (Go), an instructor's tool, not part of verify or CI.
+"""The TypeScript adapter's broad mutation tool (`course mutants CHAPTER --language typescript
+--broad`): StrykerJS's mutation score of a TypeScript track's catalog, the counterpart of Python's
+mutmut and Go's gremlins (an instructor's tool: not part of verify or CI).
 
 StrykerJS knows nothing of the course's build, so it works on a staged copy: the reference package
 (without its region markers) with the catalog's files in their places, in a temporary folder. It
@@ -22,7 +23,7 @@ import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from course import processes, regions
 from course.errors import CourseError
@@ -128,14 +129,13 @@ def stage(track: Track, into: Path, tools: toolchain.Toolchain) -> tuple[Path, l
     return root, mutate
 
 
-def run_stryker(chapter: Chapter, track: Track, *, echo: Callable[[str], None]) -> StrykerReport:
-    from course import runner
-
+def run_stryker(chapter: Chapter, track: Track, env: Mapping[str, str], *, echo: Callable[[str], None]) -> StrykerReport:
+    """StrykerJS on a staged copy of the track's reference package, in the run's environment `env`."""
     tools = toolchain.find()
     stryker = toolchain.install(PINNED, tools.node, what=f"StrykerJS {VERSION}")
     package = build.package_folder(track)
     shown_prefix = f"{package}/" if package not in ("", ".") else ""
-    with tempfile.TemporaryDirectory(prefix=f"course-stryker-{chapter.id}-") as tmp, runner.environment(track) as env:
+    with tempfile.TemporaryDirectory(prefix=f"course-stryker-{chapter.id}-") as tmp:
         root, mutate = stage(track, Path(tmp), tools)
         echo(f"StrykerJS {VERSION}: staging {chapter.id} in {root}, mutating {', '.join(mutate)}, and running the whole "
              "catalog for every mutant (this takes a while)")
@@ -175,32 +175,10 @@ def run_stryker(chapter: Chapter, track: Track, *, echo: Callable[[str], None]) 
     return report
 
 
-def main(argv: list[str]) -> int:
-    """`python -m course.languages.typescript.stryker CHAPTER [--json FILE]`, until the command line
-    offers a language's broad mutation tool by name."""
-    import argparse
-    import sys
+class Stryker:
+    """The BroadMutation capability of the TypeScript adapter (course.languages.protocol)."""
 
-    from course import chapters
+    tool = f"StrykerJS {VERSION}"
 
-    parser = argparse.ArgumentParser(prog="python -m course.languages.typescript.stryker",
-                                     description="StrykerJS's broad mutation score of a chapter's TypeScript catalog")
-    parser.add_argument("chapter")
-    parser.add_argument("--json", type=Path, help="write the report as JSON too")
-    args = parser.parse_args(argv)
-    try:
-        chapter = chapters.get(args.chapter)
-        report = run_stryker(chapter, chapter.track("typescript"), echo=lambda line: print(line, file=sys.stderr))
-    except CourseError as exc:
-        exc.show()
-        return exc.exit_code
-    report.show(print)
-    if args.json:
-        args.json.write_text(json.dumps(report.as_dict(), indent=2) + "\n", encoding="utf-8")
-    return 0
-
-
-if __name__ == "__main__":
-    import sys
-
-    sys.exit(main(sys.argv[1:]))
+    def run(self, chapter: Chapter, track: Track, env: Mapping[str, str], *, echo: Callable[[str], None]) -> StrykerReport:
+        return run_stryker(chapter, track, env, echo=echo)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -41,6 +42,14 @@ class Toolchain:
         if native:
             return [str(native[0])]
         return [self.node, str(self.tools / "node_modules" / "typescript" / "bin" / "tsc")]
+
+    @property
+    def typescript(self) -> str:
+        """The pinned compiler's version ("7.0.2")."""
+        try:
+            return json.loads((self.tools / "node_modules" / "typescript" / "package.json").read_text())["version"]
+        except (OSError, ValueError, KeyError):
+            return "unknown"
 
 
 def environment(extra: dict[str, str] | None = None) -> dict[str, str]:

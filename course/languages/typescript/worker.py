@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from course import processes
-from course.check.results import ERROR, FAIL, PASS, SKIP, TIMEOUT
+from course.results import ERROR, FAIL, PASS, SKIP, TIMEOUT
 from course.languages.protocol import CaseFinished, CaseId, CaseStarted, Collected, Ended, Event, Finished, Problem
 from course.languages.typescript import toolchain
 from course.languages.typescript.build import Built

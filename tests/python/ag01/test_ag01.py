@@ -8,6 +8,7 @@ only to the course fake model on 127.0.0.1; retry waits go to a recorder, never 
 from __future__ import annotations
 
 import contextlib
+import gc
 import http.client
 import itertools
 import json
@@ -15,6 +16,7 @@ import os
 import random
 import re
 import threading
+import time
 from pathlib import Path
 from types import BuiltinFunctionType, FunctionType, GeneratorType, ModuleType
 
@@ -379,12 +381,15 @@ RECORDED_CASES = [
     pytest.param(stream, size, id=f"{stream['name']}-{size}")
     for stream in STREAMS["streams"]
     for size in (*READ_SIZES, "http")
-]
+] + [pytest.param(None, "one provider", id="one-provider")]
 
 
 @pytest.mark.parametrize("stream, size", RECORDED_CASES)
 def test_recorded_streams(stream, size, chunked, request):
-    """Six recorded streams give the same deltas at read sizes 1, 7 and 65536, and through the provider."""
+    """Six recorded streams give the same deltas at read sizes 1, 7 and 65536, and through the provider;
+    and through one provider, one after another, after a stream cut while a call was open."""
+    if stream is None:
+        return recorded_through_one_provider(request.getfixturevalue("server"))
     name, body = stream["name"], stream["body"].encode("utf-8")
     want = stream["expected"]
     if size == "http":
@@ -503,6 +508,29 @@ def check_body(got: object, want: dict, want_messages: list, where: str) -> None
         assert g == w, f"{where}: message {i} ({w['role']}): got {g!r}, want {w!r}"
 
 
+def recorded_through_one_provider(srv) -> None:
+    """Every recorded stream through one provider, one after another, the first cut while a call was
+    open: what a stream leaves behind belongs to that stream alone."""
+    cut = {
+        "name": "call_cut_short",
+        "body": "data: " + api_chunk({"tool_calls": [call_entry(0, "call_cut", "get_weather", '{"city":')]}) + "\n\n",
+        "expected": {"deltas": [
+            {"type": "tool_start", "index": 0, "id": "call_cut", "name": "get_weather"},
+            {"type": "tool_args", "index": 0, "fragment": '{"city":'},
+            {"type": "error", "error": "stream_cut"},
+        ]},
+    }
+    p = provider(srv)
+    wrong = []
+    for stream in [cut, *STREAMS["streams"]]:
+        srv.script(Answer(sse_head() + chunk(stream["body"].encode("utf-8")) + b"0\r\n\r\n"))
+        got = [neutral(d) for d in p.chat_stream([user(stream["name"])])]
+        want = stream["expected"]["deltas"]
+        if got != want:
+            wrong.append(f"{stream['name']}, through one provider after the others: {mismatch(got, want)}\n  got:  {got}\n  want: {want}")
+    assert not wrong, "\n".join(wrong)
+
+
 def test_request_body():
     """request_body(): model, stream with usage, tools, options, assistant calls (content null, string
     arguments), tool results with their ids; a body that shares nothing with the caller's objects."""
@@ -534,9 +562,10 @@ def test_request_body():
     )
 
 
-def test_request_wire(fake):
+def test_request_wire(fake, server):
     """On the wire: POST to base_url + /chat/completions, bearer key (none without a key), JSON content
-    type, event-stream accept, the caller's extra headers (which win over ours), the body as data."""
+    type, event-stream accept, the caller's extra headers (which win over ours, under any spelling of
+    the name), each header sent once, the body as data."""
     messages, tools, options, want, want_messages = request_fixture()
 
     fake.script(fake_model.text("ok"), fake_model.text("ok"))
@@ -579,6 +608,36 @@ def test_request_wire(fake):
     got = {name: fake.requests[-1].headers.get(name) for name in ("authorization", "accept")}
     want_headers = {"authorization": "Basic Z2F0ZXdheQ==", "accept": "text/event-stream; q=1"}
     assert got == want_headers, f"Config.headers setting Authorization and Accept: got {got!r}, want {want_headers!r} (the caller's headers win)"
+
+    # Each header goes out once, with its value: ours, the caller's, and ours replaced by the caller's
+    # under any spelling of the name (header names ignore case). The raw server sees every header line,
+    # where the fake model keeps one value per name.
+    ours = {"authorization": "Bearer sk-test", "accept": "text/event-stream", "content-type": "application/json"}
+    wrong = []
+    for what, headers, theirs in (
+        ("Config.headers adding X-Course-Trace", {"X-Course-Trace": "t-1"}, {"x-course-trace": "t-1"}),
+        ("Config.headers replacing Authorization and Accept", {"Authorization": "Basic Z2F0ZXdheQ==", "Accept": "text/event-stream; q=1"},
+         {"authorization": "Basic Z2F0ZXdheQ==", "accept": "text/event-stream; q=1"}),
+        ("Config.headers replacing them in lower case, and adding one of its own",
+         {"authorization": "Basic Z2F0ZXdheQ==", "accept": "text/event-stream; q=1", "x-course-trace": "t-2"},
+         {"authorization": "Basic Z2F0ZXdheQ==", "accept": "text/event-stream; q=1", "x-course-trace": "t-2"}),
+    ):
+        server.script(sse_answer([]))
+        list(provider(server, headers=headers).chat_stream([user("hi")]))
+        sent = header_lines(server.requests[-1][0])
+        for name, value in {**ours, **theirs}.items():
+            if sent.get(name) != [value]:
+                wrong.append(f"{what}: header {name} went out as {sent.get(name)!r}, want once, as {value!r} (the caller's replaces ours, whatever its case)")
+    assert not wrong, "\n".join(wrong)
+
+
+def header_lines(head: bytes) -> dict[str, list[str]]:
+    """A request head's header lines: lower-case name -> every value sent under it, in order."""
+    found: dict[str, list[str]] = {}
+    for line in head.decode("latin-1").split("\r\n")[1:]:
+        name, _, value = line.partition(":")
+        found.setdefault(name.strip().lower(), []).append(value.strip())
+    return found
 
 
 def test_api_error_raised(fake):
@@ -791,6 +850,19 @@ def test_retry_gives_up_at_max_attempts(fake, sleeps):
         retrying(fake, sleeps, max_attempts=1).chat_stream([user("hi")])
     assert requests_made(fake) == 1, f"max_attempts=1: got {requests_made(fake)} requests, want 1"
     assert list(sleeps) == [], f"max_attempts=1: got sleeps {list(sleeps)}, want []"
+
+    # every call has attempts of its own: the same wrapper, asked again after it gave up, tries three times more
+    fake.clear()
+    sleeps.clear()
+    fake.script(*[fake_model.http_error(503)] * 5, fake_model.text("third time lucky"))
+    wrapper = retrying(fake, sleeps, max_attempts=3)
+    with pytest.raises(errors.APIError):
+        wrapper.chat_stream([user("hi")])
+    message, _ = types.collect(wrapper.chat_stream([user("hi again")]))
+    assert requests_made(fake) == 6 and message.content == "third time lucky", (
+        f"one wrapper asked twice, against five 503s and then an answer: got {requests_made(fake)} requests and {message.content!r}, "
+        "want 6 and the answer (each call counts its own attempts)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -1105,21 +1177,30 @@ class ScriptedStream:
 
 
 class ScriptedProvider:
-    """A Provider without a network: each chat_stream call returns the next ScriptedStream."""
+    """A Provider without a network: each chat_stream call returns the next ScriptedStream, and notes
+    how many of the streams it gave before were still open (not closed) at that call."""
 
     def __init__(self, *streams: ScriptedStream) -> None:
         self.streams = list(streams)
         self.calls = 0
+        self.given: list[ScriptedStream] = []
+        self.open_at_call: list[int] = []
+
+    def open_streams(self) -> int:
+        return sum(not stream.closed for stream in self.given)
 
     def chat_stream(self, messages, tools=(), options=None):  # noqa: ANN001, ANN201
         self.calls += 1
-        return self.streams.pop(0)
+        self.open_at_call.append(self.open_streams())
+        self.given.append(self.streams.pop(0))
+        return self.given[-1]
 
 
 def test_retry_wraps_any_provider(sleeps):
     """with_retry over any Provider: an exception raised while reading the inner stream reaches the caller
     and closes that stream; an inner stream that just ends is passed on as it is; an exception inside the
-    caller's own loop, once closing() closes the outer stream, closes the inner one too."""
+    caller's own loop, once closing() closes the outer stream, closes the inner one too; a failed
+    attempt's stream is closed before the wait and the next attempt."""
     policy = retry.RetryPolicy(sleep=sleeps)
     broken = ScriptedStream([types.UsageDelta(1, 0), RuntimeError("provider bug")])
     try:
@@ -1145,6 +1226,20 @@ def test_retry_wraps_any_provider(sleeps):
         pass
     assert inner.closed, "the caller's loop raised inside `with closing(stream)`: the inner stream was not closed"
     assert list(sleeps) == [], f"sleeps: got {list(sleeps)}, want [] (nothing here is retryable)"
+
+    # a failed attempt's stream is closed before the wait and before the next attempt, so that two
+    # attempts' connections are never open at once
+    failed = ScriptedStream([types.UsageDelta(3, 0), types.ErrorDelta(errors.StreamCutError())])
+    answer = [types.TextDelta("ok"), types.DoneDelta("stop")]
+    scripted = ScriptedProvider(failed, ScriptedStream(list(answer)))
+    open_at_sleep = []
+    sleeps.on_sleep = lambda seconds: open_at_sleep.append(scripted.open_streams())
+    deltas = list(retry.with_retry(scripted, policy).chat_stream([user("hi")]))
+    assert deltas == answer, f"a failed attempt, then a good one: got {deltas!r}, want {answer!r}"
+    assert open_at_sleep == [0] and scripted.open_at_call == [0, 0], (
+        f"inner streams still open at the wait {open_at_sleep} and at each attempt {scripted.open_at_call}, want [0] and [0, 0] "
+        "(close the failed attempt's stream, then wait, then try again)"
+    )
 
 
 def retryable_table() -> list:
@@ -1541,43 +1636,189 @@ def test_sse_any_reads_same_events():
             pytest.fail(property_failure(small_lines, small_points), pytrace=False)
 
 
-def test_sse_linear_time():
-    """One 14 MiB event read 512 bytes at a time is read in linear time: a few hundredths of a second
-    here, where rebuilding the pending text on every read (buf = buf + text) takes minutes, far beyond
-    the test's time limit.
+class ShortReads:
+    """A stream whose read(n) gives between 1 and n bytes of `data` (lengths drawn from `rng`), then b""
+    at the end, or raises `failure` there; every n asked for is kept in `asked`."""
 
-    The reads are "data: ", then 28672 reads of the same 512-byte block, then the blank line and [DONE]:
-    what a 14 MiB body read 512 bytes at a time gives, without first building and slicing 14 MiB here.
-    The size and the read go together: the copies of a quadratic reader grow with size squared over
-    read size, the same here as for 20 MiB read 1 KiB at a time, while linear work is less than half."""
-    block = b"x" * 512
-    count = 14 * 2048
-    reads = itertools.chain([b"data: "], itertools.repeat(block, count), [b"\n\ndata: [DONE]\n\n"])
-    lengths = [len(e.data) for e in sse.EventReader(PiecesReader(reads), read_size=len(block))]
-    size = count * len(block)
-    assert lengths == [size, 6], f"a 14 MiB event then [DONE], 512-byte reads: got events of lengths {lengths}, want [{size}, 6]"
+    def __init__(self, data: bytes, rng: random.Random, failure: BaseException | None = None) -> None:
+        self._data, self._rng, self._failure = data, rng, failure
+        self._at = 0
+        self.asked: list = []
+
+    def read(self, n: int = -1) -> bytes:
+        self.asked.append(n)
+        if self._at >= len(self._data):
+            if self._failure is not None:
+                raise self._failure
+            return b""
+        size = self._rng.randint(1, n) if isinstance(n, int) and n > 0 else len(self._data)
+        piece = self._data[self._at : self._at + size]
+        self._at += len(piece)
+        return piece
+
+
+def test_sse_reader_contract():
+    """What a stream's read(n) may do: return fewer bytes than asked for, any number of times; raise
+    after data. The events a failure interrupts come out before it, then the failure itself, as it
+    came; and every read asks for at least one byte (read(0) returns nothing, read(-1) waits for the
+    whole body)."""
+    rng = random.Random(15)
+    bodies = {
+        "the 'Hello' stream": STREAMS["hand_example"]["body"].encode("utf-8"),
+        "CRLF, CR and comments": b"data: a\r\ndata: b\r\n\r\n: ping\n\nid: 7\nevent: x\ndata: c\rdata: [DONE]\r\r",
+    }
+    wrong = []
+    for name, body in bodies.items():
+        for size in (1, 5, 64):
+            reader = ShortReads(body, rng)
+            got = [(e.data, e.event) for e in sse.EventReader(reader, read_size=size)]
+            if got != spec_events(body):
+                wrong.append(f"{name}, reads of 1 to {size} byte(s): got events {got}, want {spec_events(body)}")
+            if any(not isinstance(n, int) or n < 1 for n in reader.asked):
+                wrong.append(f"{name}, read_size {size}: read() was asked for {sorted(set(reader.asked), key=repr)} byte(s), want at least 1 each time")
+
+    failing = b"data: one\n\nevent: two\ndata: 2\n\ndata: thr"
+    for size in (1, 7, 64):
+        failure = ConnectionResetError(104, "Connection reset by peer")
+        got, raised = [], None
+        try:
+            for event in sse.EventReader(ShortReads(failing, rng, failure), read_size=size):
+                got.append((event.data, event.event))
+        except Exception as error:  # noqa: BLE001 - which exception came is the point
+            raised = error
+        if got != [("one", "message"), ("2", "two")] or raised is not failure:
+            wrong.append(f"two events and part of a third in reads of 1 to {size} byte(s), then a connection reset: got events {got} "
+                         f"and then {raised!r}; want the two events, then the reader's own ConnectionResetError raised as it came")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_sse_linear_time():
+    """How the work grows with the size of one event read 512 bytes at a time: this thread's CPU time
+    per event at 16 KiB and at 32 times that, each the best of several runs taken in turns. A linear
+    reader takes about 32 times as long for 32 times the bytes; one that copies or searches its
+    unfinished text again on every read, about 1000 times. CPU time leaves out the time other
+    processes held the core, and load slows every size alike: the ratio holds on a busy machine."""
+    read = 512
+    sizes = [16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10]
+    best = [float("inf")] * len(sizes)
+    for round_ in range(5):
+        for i, size in enumerate(sizes):
+            if round_ and best[i] > 0.005:
+                continue  # a long run is measured precisely enough once
+            took, problem = timed_events(size, read)
+            if problem:
+                pytest.fail(f"an event of {size} bytes then [DONE], read {read} bytes at a time: {problem} "
+                            "(test_sse_large_event checks the text in detail)", pytrace=False)
+            best[i] = min(best[i], took)
+    verdict = growth_verdict(sizes, best, read)
+    assert not verdict, verdict
+
+
+def growth_verdict(sizes: list[int], times: list[float], read: int) -> str:
+    """'' when the times grow in proportion to the sizes, else a message that says how they grew and
+    what makes the work quadratic. Time grows as size ** k: k is 1 for a linear reader (a little less
+    here: every event has a fixed cost too) and 2 for a quadratic one (a little less at these sizes:
+    its linear part still counts at the smallest). Growth beyond k = 1.25 fails, between the two with
+    room on both sides."""
+    scale = sizes[-1] / sizes[0]
+    limit = scale ** 1.25
+    growth = times[-1] / max(times[0], 1e-9)
+    if growth <= limit:
+        return ""
+    each = ", ".join(f"{size >> 10} KiB: {took * 1000:.3f} ms" for size, took in zip(sizes, times))
+    return (f"one event read {read} bytes at a time, CPU time per event by size (best of 5): {each}; {scale:.0f}x the size "
+            f"took {growth:.1f}x the time: a linear reader takes about {scale:.0f}x, a quadratic one up to {scale * scale:.0f}x, "
+            f"and more than {limit:.0f}x (size ** 1.25) fails. The work of each read grows with the unfinished text: keep its pieces "
+            "in a list, join them once when the event ends, and look for line ends only in the text the read brought")
+
+
+def timed_events(size: int, read: int) -> tuple[float, str]:
+    """Reads events of `size` x's ("data: " + x's + "\n\ndata: [DONE]\n\n"), `read` bytes per read, each
+    with a fresh EventReader, until a millisecond of this thread's CPU time has passed or 1 MiB was
+    read; gives the CPU time per event, or what went wrong. The cyclic garbage collector is off while
+    it runs: its work would depend on what came before."""
+    block = b"x" * read
+    readers = [
+        iter(sse.EventReader(PiecesReader(itertools.chain([b"data: "], itertools.repeat(block, size // read), [b"\n\ndata: [DONE]\n\n"])),
+                             read_size=read))
+        for _ in range(max(1, (1 << 20) // size))
+    ]
+    firsts = []
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        started = time.thread_time()
+        took = 0.0
+        while len(firsts) < len(readers) and took < 0.001:
+            firsts.append(next(readers[len(firsts)], None))
+            took = time.thread_time() - started
+    finally:
+        if collecting:
+            gc.enable()
+    for first, events in zip(firsts, readers):
+        if first is None or len(first.data) != size:
+            return took, f"the event came back with {len(first.data) if first else 0} characters, want {size}"
+        after = next(events, None)
+        if after is None or after.data != "[DONE]":
+            return took, f"the event after it: got {after!r}, want [DONE]"
+    return took / len(firsts), ""
+
+
+def small_events(n: int) -> tuple[bytes, int]:
+    """About n bytes of events of 100 bytes or less, and how many there are."""
+    out, count = bytearray(), 0
+    while len(out) < n:
+        out += b'data: {"n": %d, "pad": "%s"}\n\n' % (count, b"-" * min(70, n - len(out)))
+        count += 1
+    return bytes(out), count
 
 
 def test_sse_large_event(chunked):
-    """One 1 MiB event read 4096 bytes at a time, and a 4 KiB event read 1 byte at a time, arrive intact."""
+    """Every character of a large event arrives, whatever the reads: 1 MiB read 64 KiB at a time, 256
+    KiB read 4 KiB at a time, 4 KiB read one byte at a time, an event of 300 lines, and an event of a short line and a long rest after
+    earlier events of lengths from 0 to 72 KiB. The sizes are such that a reader doing quadratic work
+    still finishes quickly: whether it is fast enough is test_sse_linear_time's question. Every check
+    is made and each failure reported."""
     unit = "0123456789abcdef" * 15 + "é€👋 "
     big = (unit * (1024 * 1024 // len(unit.encode("utf-8")) + 1))[: 1024 * 1024]
-    body = b": big\n" + b"data: " + big.encode("utf-8") + b"\n\ndata: [DONE]\n\n"
-    events = [e.data for e in sse.EventReader(chunked(body, 4096), read_size=4096)]
-    assert len(events) == 2, f"a 1 MiB event read 4096 bytes at a time: got {len(events)} events, want 2 (the event and [DONE])"
-    assert events[0] == big, (
-        f"a 1 MiB event read 4096 bytes at a time: got {len(events[0])} characters, want {len(big)} "
-        f"(first difference at {next((i for i, (a, b) in enumerate(zip(events[0], big)) if a != b), min(len(events[0]), len(big)))})"
-    )
-    assert events[1] == "[DONE]", f"the event after the big one: got {events[1][:40]!r}, want '[DONE]'"
+    lines = [f"{i:04d}{big[:996]}" for i in range(40)]
+    cases = [
+        ("a comment, a 1 MiB event, [DONE]", b": big\ndata: " + big.encode("utf-8") + b"\n\ndata: [DONE]\n\n", 0, [big, "[DONE]"], (65536,)),
+        ("a 256 KiB event", b"data: " + big[: 256 << 10].encode("utf-8") + b"\n\n", 0, [big[: 256 << 10]], (4096,)),
+        ("a 4 KiB event with CRLF line ends", b"data: " + big[: 4 << 10].encode("utf-8") + b"\r\n\r\n", 0, [big[: 4 << 10]], (1,)),
+        ("an event of 300 data lines of 1000 characters",
+         ("data: " + "\ndata: ".join([big[:1000]] * 300) + "\n\ndata: y\n\n").encode("utf-8"), 0, ["\n".join([big[:1000]] * 300), "y"], (4096,)),
+    ]
+    # a short first line, then a long rest of the same event, after earlier events
+    shapes = [
+        ("40 more data lines of 1000 characters", "\ndata: " + "\ndata: ".join(lines), "first\n" + "\n".join(lines)),
+        ("40 comment lines of 1000 characters, then a last data line", "\n:" + "\n:".join(lines) + "\ndata: last", "first\nlast"),
+        ("one 40000-character data line", "\ndata: " + big[:40000], "first\n" + big[:40000]),
+    ]
+    for what, rest, want in shapes:
+        for earlier in range(0, 72 << 10, 8191):
+            prefix, count = small_events(earlier)
+            body = prefix + ("data: first" + rest + "\n\ndata: after\n\n").encode("utf-8")
+            cases.append((f"{len(prefix)} bytes of small events, then an event of a data line 'first' and {what}", body, count, [want, "after"], (4096,)))
+    failures = []
+    for what, body, skip, want, sizes in cases:
+        for size in sizes:
+            got = [e.data for e in sse.EventReader(chunked(body, size), read_size=size)][skip:]
+            if got != want:
+                failures.append(f"{what}, read {size} byte(s) at a time: {text_difference(got, want)}")
+                break
+    assert not failures, "\n".join(failures)
 
-    medium = big[: 4 * 1024]
-    body = b"data: " + medium.encode("utf-8") + b"\r\n\r\n"
-    events = [e.data for e in sse.EventReader(chunked(body, 1), read_size=1)]
-    assert events == [medium], (
-        f"a 4 KiB event read 1 byte at a time: got {len(events)} events of lengths {[len(e) for e in events]}, "
-        f"want 1 of length {len(medium)}"
-    )
+
+def text_difference(got: list[str], want: list[str]) -> str:
+    """Where the events read first differ from the events wanted, briefly."""
+    if len(got) != len(want):
+        return f"got {len(got)} event(s), want {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g != w:
+            at = next((k for k, (a, b) in enumerate(zip(g, w)) if a != b), min(len(g), len(w)))
+            return f"event {i + 1}: got {len(g)} characters, want {len(w)}; from character {at} they differ: got {g[max(0, at - 20):at + 40]!r}, want {w[max(0, at - 20):at + 40]!r}"
+    return "equal"
 
 
 def test_retry_after_capped(fake, sleeps):

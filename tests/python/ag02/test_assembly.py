@@ -308,6 +308,60 @@ def test_argument_bounds(size, ok):
 def test_argument_delta_needs_known_item():
     expect_failure([created(), delta("fc_9", '{"path": "a.py"}')], "unknown_item", "a delta for an item never added")
     expect_failure([created(), added(message_item()), delta("msg_1", "{}")], "unknown_item", "a delta for a message item")
+    one = [created(), added(call_item("fc_1", "call_1", "read")), delta("fc_1", '{"path": ')]
+    expect_failure(one + [delta("fc_9", '"a.py"}')], "unknown_item", "a delta for an unknown item while one call is pending")
+    two = one + [added(call_item("fc_2", "call_2", "read")), delta("fc_2", '{"path": ')]
+    expect_failure(two + [delta("fc_9", '"b.py"}')], "unknown_item", "a delta for an unknown item while two calls are pending")
+
+
+def done(item_id: str, arguments: str) -> dict:
+    return {"type": "response.function_call_arguments.done", "item_id": item_id, "output_index": 0, "arguments": arguments}
+
+
+def item_done(item: dict) -> dict:
+    return {"type": "response.output_item.done", "output_index": 0, "item": item}
+
+
+@pytest.mark.parametrize("case", ["matches", "lost_fragment", "extra_fragment", "other_call_arguments", "no_fragment",
+                                  "delta_after_done", "done_twice", "no_arguments", "arguments_not_text", "unknown_item",
+                                  "item_done_differs",
+                                  "item_done_other_call_id", "item_done_unknown"])
+def test_done_arguments_match_stream(case):
+    paris, lisbon = '{"path": "paris.py"}', '{"path": "lisbon.py"}'
+    stream = [created(), added(call_item("fc_1", "call_1", "read")), delta("fc_1", '{"path": '), delta("fc_1", '"paris.py"}'),
+              added(call_item("fc_2", "call_2", "read")), delta("fc_2", lisbon)]
+    final = completed([call_item("fc_1", "call_1", "read", paris, "completed"), call_item("fc_2", "call_2", "read", lisbon, "completed")])
+    if case == "matches":
+        asm = new()
+        finished = [item_done(call_item("fc_1", "call_1", "read", paris, "completed")),
+                    item_done({k: v for k, v in call_item("fc_2", "call_2", "read", lisbon, "completed").items() if k != "arguments"})]
+        for event in stream + [done("fc_1", paris), done("fc_2", lisbon), *finished]:
+            assert asm.accept(event) is None, f"a done event or finished item stating exactly the fragments is progress: {event}"
+        decision = asm.accept(final)
+        assert decision is not None and [c.arguments for c in decision.tool_calls] == [{"path": "paris.py"}, {"path": "lisbon.py"}], \
+            "after matching done events the response completes as streamed"
+        return
+    events, want = {
+        # the final arguments are the authority, checked against the fragments: any difference fails
+        "lost_fragment": ([*stream[:3], *stream[4:], done("fc_1", paris)], "call_mismatch"),
+        "extra_fragment": (stream + [delta("fc_2", " ")] + [done("fc_2", lisbon)], "call_mismatch"),
+        "other_call_arguments": (stream + [done("fc_1", lisbon)], "call_mismatch"),
+        "no_fragment": ([created(), added(call_item("fc_1", "call_1", "read")), done("fc_1", paris)], "call_mismatch"),
+        "delta_after_done": (stream + [done("fc_2", lisbon), delta("fc_2", "")], "call_mismatch"),
+        "done_twice": (stream + [done("fc_2", lisbon), done("fc_2", lisbon)], "call_mismatch"),
+        "no_arguments": (stream + [{"type": "response.function_call_arguments.done", "item_id": "fc_2", "output_index": 0}],
+                         "malformed_event"),
+        "arguments_not_text": (stream + [{**done("fc_2", lisbon), "arguments": {"path": "lisbon.py"}}], "malformed_event"),
+        "unknown_item": (stream + [done("fc_9", paris)], "unknown_item"),
+        # the finished item restates its call: the same call id, name and (when it says) arguments
+        "item_done_differs": (stream + [done("fc_1", paris), item_done(call_item("fc_1", "call_1", "read", lisbon, "completed"))],
+                              "call_mismatch"),
+        "item_done_other_call_id": (stream + [item_done(call_item("fc_2", "call_9", "read", lisbon, "completed"))], "call_mismatch"),
+        "item_done_unknown": (stream + [item_done(call_item("fc_9", "call_9", "read", lisbon, "completed"))], "unknown_item"),
+    }[case]
+    expect_failure(events + [final], want, case)
+    decision, code, at = feed(events + [final])
+    assert at < len(events), f"{case}: the mismatch fails at the done event or the fragment after it, not later (failed at {at})"
 
 
 @pytest.mark.parametrize("count, ok", [(8, True), (9, False)])
@@ -330,7 +384,8 @@ def test_duplicate_item_rejected():
     expect_failure(events, "duplicate_item", "a function-call item id added twice")
 
 
-@pytest.mark.parametrize("case", ["arguments_differ", "name_differs", "call_id_differs", "never_streamed", "omitted", "reordered"])
+@pytest.mark.parametrize("case", ["arguments_differ", "name_differs", "call_id_differs", "never_streamed", "omitted", "reordered",
+                                  "done_differs", "finished_item_differs"])
 def test_terminal_matches_stream(case):
     args = '{"path": "a.py"}'
     stream = [created(), added(call_item("fc_1", "call_1", "read")), delta("fc_1", args),
@@ -348,7 +403,14 @@ def test_terminal_matches_stream(case):
         "call_id_differs": ([dict(first, call_id="call_9"), second], "call_mismatch"),
         "never_streamed": ([first, second, call_item("fc_3", "call_3", "read", args, "completed")], "call_not_streamed"),
         "omitted": ([second], "call_missing"),
+        # the done event states other arguments than the fragments, while the output repeats the fragments
+        "done_differs": ([first, second], "call_mismatch"),
+        "finished_item_differs": ([first, second], "call_mismatch"),
     }[case]
+    if case == "done_differs":
+        stream = stream + [done("fc_1", '{"path": "c.py"}')]
+    if case == "finished_item_differs":
+        stream = stream + [item_done(dict(first, arguments='{"path": "c.py"}'))]
     expect_failure(stream + [completed(output)], want, case)
 
 
@@ -426,7 +488,7 @@ def test_malformed_events(case):
         progress = [{"type": t, "item_id": "x"} for t in (
             "response.in_progress", "response.queued", "response.output_item.done", "response.content_part.added",
             "response.content_part.done", "response.output_text.done", "response.refusal.done",
-            "response.function_call_arguments.done", "response.output_text.annotation.added", "response.future_event")]
+            "response.output_text.annotation.added", "response.future_event")]
         progress.append(added({"id": "rs_1", "type": "reasoning"}))
         got = outcome(start + progress)
         assert got == "no decision", f"progress events must be accepted as progress: {got}"

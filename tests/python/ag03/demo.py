@@ -74,7 +74,7 @@ def _sdk_text(base: str, stream: bool) -> str | None:
         import openai
     except ImportError:
         return None
-    client = openai.OpenAI(base_url=base, api_key="not-needed-offline", max_retries=0)
+    client = openai.OpenAI(base_url=base, api_key="not-needed-offline")  # its default retries: the proxy says when not to
     request = {"model": "gpt-4.1-mini", "input": "What is the weather in Paris?", "tools": TOOLS}
     if not stream:
         return client.responses.create(**request).output_text

@@ -62,20 +62,75 @@ def test_interleaved_deltas_by_item():
         f"calls come out by output_index, not by the order they opened: got {[c.call_id for c in turn.calls]}"
 
 
-def test_final_arguments_authoritative():
-    turn = fed("corrected_arguments").finish()
-    call = turn.calls[0]
-    assert call.streamed == '{"city":"Pais"}', f"the deltas are kept as they came: {call.streamed!r}"
-    assert call.arguments == '{"city":"Paris"}', f"the done event's arguments win over the deltas: {call.arguments!r}"
-    assert call.corrected is True, "a call whose final arguments differ from its deltas says so (corrected)"
-    assert fed("tool_call").finish().calls[0].corrected is False, "a call whose deltas match is not corrected"
-    upstream = ScriptedUpstream("corrected_arguments", "final_after_tools")
-    tools = WeatherTools(upstream)
-    buffered_final_stream({"model": "m", "input": "weather?", "tools": [{"type": "function", "name": "get_weather"}]},
-                          upstream, tools)
-    assert tools.runs == [{"city": "Paris"}], f"the tool runs on the final arguments, not the deltas: {tools.runs}"
-    sent = next(i for i in upstream.requests[1]["input"] if i.get("type") == "function_call")
-    assert sent["arguments"] == '{"city":"Paris"}', f"the final arguments go back upstream: {sent['arguments']!r}"
+def test_final_arguments_checked():
+    for size in READ_SIZES:
+        got = failure("mismatched_arguments", size)
+        assert got.code == "mismatch", f"deltas spelling Pais under a done event stating Paris fail closed as mismatch (read size {size}), got {got.code!r}"
+    state = StreamState()
+    events = STREAMS["mismatched_arguments"]["events"]
+    done_at = next(i for i, e in enumerate(events) if e["type"] == "response.function_call_arguments.done")
+    for event in events[:done_at]:
+        state.feed(event)
+    with pytest.raises(FailClosed) as early:
+        state.feed(events[done_at])
+    assert early.value.code == "mismatch", f"the disagreement is found at the done event itself, got {early.value.code!r}"
+    call = fed("tool_call").finish().calls[0]
+    assert (call.streamed, call.arguments) == ('{"city":"Paris"}', '{"city":"Paris"}'), \
+        f"a done event stating exactly the fragments closes the call with those arguments: {call.streamed!r}, {call.arguments!r}"
+    assert failure("item_done_differs").code == "mismatch", "a call's output_item.done stating other arguments fails closed as mismatch"
+    for fragments, final in ((['{"city": "Paris"}'], '{"city":"Paris"}'), (['{"city":"Paris"}', " "], '{"city":"Paris"}'),
+                             (['{"city":"Paris"}'], '{"city":"Paris"} ')):
+        with pytest.raises(FailClosed) as spaced:
+            fed(_created(CALL, *[{**DELTA, "delta": f} for f in fragments], {**DONE, "arguments": final}))
+        assert spaced.value.code == "mismatch", \
+            f"byte for byte: {fragments} under {final!r} is a mismatch even where the JSON means the same, got {spaced.value.code!r}"
+    only_done = _created({**CALL}, {**DONE, "arguments": '{"city":"Paris"}'})
+    with pytest.raises(FailClosed) as bare:
+        fed(only_done)
+    assert bare.value.code == "mismatch", f"a done event with no fragment before it disagrees with its (empty) stream, got {bare.value.code!r}"
+    for name in ("mismatched_arguments", "item_done_differs"):
+        upstream = ScriptedUpstream(name, "final_after_tools")
+        tools = WeatherTools(upstream)
+        with pytest.raises(FailClosed) as caught:
+            buffered_final_stream({"model": "m", "input": "weather?", "tools": [{"type": "function", "name": "get_weather"}]},
+                                  upstream, tools)
+        assert caught.value.code == "mismatch" and tools.runs == [], f"{name}: no tool runs on disputed arguments: {tools.runs}"
+        assert len(upstream.requests) == 1, f"{name}: nothing more is sent upstream"
+
+
+def test_final_text_checked():
+    for name in ("text_done_differs", "completed_text_differs"):
+        for size in READ_SIZES:
+            got = failure(name, size)
+            assert got.code == "mismatch", f"{name} (read size {size}): a text whose final statement disagrees with its deltas fails closed, got {got.code!r}"
+    refused = fed("refusal").finish()
+    assert refused.refusal == "I can't help with that request." and refused.text == "", \
+        f"a refusal is kept as the refusal: text {refused.text!r}, refusal {refused.refusal!r}"
+    events = STREAMS["refusal"]["events"]
+    changed = [dict(e) for e in events]
+    done = next(i for i, e in enumerate(changed) if e["type"] == "response.refusal.done")
+    changed[done] = {**changed[done], "refusal": "I can help."}
+    with pytest.raises(FailClosed) as caught:
+        fed(changed)
+    assert caught.value.code == "mismatch", f"a refusal.done disagreeing with its deltas fails closed, got {caught.value.code!r}"
+    terminal = [dict(e) for e in events]
+    message = {**terminal[-1]["response"]["output"][0], "content": [{"type": "refusal", "refusal": "Something else."}]}
+    terminal[-1] = {**terminal[-1], "response": {**terminal[-1]["response"], "output": [message]}}
+    assert failure(terminal).code == "mismatch", "a completed response stating another refusal fails closed"
+    slim = [dict(e) for e in STREAMS["final_text"]["events"]]
+    slim[-1] = {**slim[-1], "response": {k: v for k, v in slim[-1]["response"].items() if k != "output"}}
+    assert fed(slim).finish().text == "It is raining in Paris.", "a terminal event without an output list keeps the streamed text"
+    emptied = [dict(e) for e in STREAMS["final_text"]["events"]]
+    done = next(i for i, e in enumerate(emptied) if e["type"] == "response.output_text.done")
+    emptied[done] = {**emptied[done], "text": ""}
+    assert failure(emptied).code == "mismatch", "a text done event stating an empty text under deltas is a disagreement, not a missing text"
+    slim_changed = [dict(e) for e in STREAMS["text_done_differs"]["events"]]
+    slim_changed[-1] = {**slim_changed[-1], "response": {k: v for k, v in slim_changed[-1]["response"].items() if k != "output"}}
+    assert failure(slim_changed).code == "mismatch", \
+        "a text done event disagreeing with its deltas fails closed even when the completed response does not repeat the text"
+    silent = [dict(e) for e in STREAMS["final_text"]["events"]]
+    silent[-1] = {**silent[-1], "response": {**silent[-1]["response"], "output": []}}
+    assert failure(silent).code == "mismatch", "a completed response whose output holds no text while text streamed fails closed"
 
 
 @pytest.mark.parametrize("name", ["cut_mid_arguments", "completed_before_arguments_done", "incomplete_max_tokens"])
@@ -118,11 +173,30 @@ def test_terminal_calls_match_stream():
     assert [c.call_id for c in turn.calls] == ["call_paris"], "a terminal event without an output list keeps the streamed calls"
 
 
+def _other(kind: str, **fields) -> dict:
+    return {"type": kind, **fields}
+
+
 @pytest.mark.parametrize("name", ["unknown_item_delta", "duplicate_item", "repeated_sequence", "created_missing",
-                                  "terminal_id_mismatch", "event_after_terminal"])
+                                  "terminal_id_mismatch", "event_after_terminal", "reused_call_id", "created_twice",
+                                  "in_progress_other_id", "response_id_field", "item_done_never_added",
+                                  "item_done_before_arguments_done", "unknown_item_done",
+                                  "unknown_item_while_two_pending"])
 def test_protocol_violations_fail_closed(name):
+    fc2 = {**CALL["item"], "id": "fc_2", "call_id": "call_2"}
+    built = {
+        "created_twice": _created(CALL, _other("response.created", response={"id": "resp_m", "status": "in_progress"})),
+        "in_progress_other_id": _created(_other("response.in_progress", response={"id": "resp_x", "status": "in_progress"})),
+        "response_id_field": _created(CALL, {**DELTA, "response_id": "resp_x"}),
+        "item_done_never_added": _created(_other("response.output_item.done", output_index=0, item={**CALL["item"], "id": "fc_9"})),
+        "item_done_before_arguments_done": _created(CALL, DELTA, _other("response.output_item.done", output_index=0,
+                                                                        item={**CALL["item"], "arguments": "{}"})),
+        "unknown_item_done": _created(CALL, DELTA, {**DONE, "item_id": "fc_9"}),
+        "unknown_item_while_two_pending": _created(CALL, DELTA, {**CALL, "output_index": 1, "item": fc2},
+                                                   {**DELTA, "item_id": "fc_9", "output_index": 1}),
+    }
     with pytest.raises(FailClosed) as caught:
-        fed(name).finish()
+        fed(built.get(name, name)).finish()
     assert caught.value.code == "protocol", f"{name}: a stream the state does not understand fails closed as protocol, got {caught.value.code!r}"
 
 
@@ -133,6 +207,7 @@ def _created(*events: dict) -> list[dict]:
 
 CALL = {"type": "response.output_item.added", "output_index": 0,
         "item": {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": ""}}
+DELTA = {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": "{}"}
 DONE = {"type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 0, "arguments": "{}"}
 COMPLETED = {"type": "response.completed", "response": {"id": "resp_m", "status": "completed", "model": "m"}}
 
@@ -141,15 +216,16 @@ COMPLETED = {"type": "response.completed", "response": {"id": "resp_m", "status"
     [{"type": "response.created", "sequence_number": 0}],
     _created({**CALL, "item": {**CALL["item"], "call_id": ""}}),
     _created({**CALL, "item": {k: v for k, v in CALL["item"].items() if k != "name"}}),
-    _created(CALL, {k: v for k, v in DONE.items() if k != "arguments"}),
-    _created(CALL, DONE, {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "delta": "x"}),
-    _created(CALL, DONE, {**COMPLETED, "response": {**COMPLETED["response"], "status": "in_progress"}}),
-    _created(CALL, DONE, {**COMPLETED, "response": {**COMPLETED["response"], "output": {"0": CALL["item"]}}}),
+    _created(CALL, DELTA, {k: v for k, v in DONE.items() if k != "arguments"}),
+    _created(CALL, DELTA, DONE, {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "delta": "x"}),
+    _created(CALL, DELTA, DONE, {**COMPLETED, "response": {**COMPLETED["response"], "status": "in_progress"}}),
+    _created(CALL, DELTA, DONE, {**COMPLETED, "response": {**COMPLETED["response"], "output": {"0": CALL["item"]}}}),
+    _created({"type": "response.output_text.delta", "item_id": "msg_1", "delta": None}),
     _created({**COMPLETED, "response": {"status": "completed"}}),
     [{**e, "sequence_number": str(e["sequence_number"])} for e in _created(CALL)],
     [_created(CALL)[0], {**_created(CALL)[1], "sequence_number": True}],
 ], ids=["created-without-response", "call-without-call_id", "call-without-name", "done-without-arguments",
-        "delta-after-done", "completed-not-completed", "output-not-a-list", "completed-without-id",
+        "delta-after-done", "completed-not-completed", "output-not-a-list", "text-delta-not-text", "completed-without-id",
         "sequence-number-text", "sequence-number-bool"])
 def test_malformed_events_fail_closed(events):
     with pytest.raises(FailClosed) as caught:
@@ -181,10 +257,12 @@ def _calls(count: int, arguments: str = '{"city":"Paris"}', final: str | None = 
 
 
 def _text(chars: int) -> list[dict]:
+    """Text and refusal deltas (the last thousand characters, a refusal, cross the bound): they count against one bound."""
     events = [{"type": "response.created", "response": {"id": "resp_txt", "status": "in_progress", "model": "m", "output": []}}]
     events += [{"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "x" * 1000}
-               for _ in range(chars // 1000)]
+               for _ in range(chars // 1000 - 1)]
     events += [{"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "y" * (chars % 1000)}]
+    events += [{"type": "response.refusal.delta", "item_id": "msg_1", "output_index": 0, "content_index": 1, "delta": "r" * 1000}]
     events.append({"type": "response.completed", "response": {"id": "resp_txt", "status": "completed", "model": "m"}})
     return [{**e, "sequence_number": n} for n, e in enumerate(events)]
 
@@ -202,10 +280,11 @@ def test_limits_at_and_past_bounds():
         with pytest.raises(FailClosed) as long:
             fed(_calls(1, streamed, final))
         assert long.value.code == "limit", f"arguments of {MAX_ARGUMENT_CHARS + 1} characters, streamed or final, fail closed"
-    assert len(fed(_text(MAX_TEXT_CHARS)).finish().text) == MAX_TEXT_CHARS, f"{MAX_TEXT_CHARS} characters of text pass"
+    at_bound = fed(_text(MAX_TEXT_CHARS)).finish()
+    assert len(at_bound.text) + len(at_bound.refusal) == MAX_TEXT_CHARS, f"{MAX_TEXT_CHARS} characters of text and refusal pass"
     with pytest.raises(FailClosed) as text:
         fed(_text(MAX_TEXT_CHARS + 1))
-    assert text.value.code == "limit", f"text of {MAX_TEXT_CHARS + 1} characters fails closed, got {text.value.code!r}"
+    assert text.value.code == "limit", f"text and refusal of {MAX_TEXT_CHARS + 1} characters together fail closed, got {text.value.code!r}"
 
 
 def test_read_boundaries():
@@ -214,7 +293,7 @@ def test_read_boundaries():
         for size in READ_SIZES:
             try:
                 turn = fed(name, size).finish()
-                outcomes.append(("turn", turn.text, [(c.call_id, c.arguments) for c in turn.calls]))
+                outcomes.append(("turn", turn.text, turn.refusal, [(c.call_id, c.arguments) for c in turn.calls]))
             except FailClosed as exc:
                 outcomes.append(("failed", exc.code))
         assert outcomes.count(outcomes[0]) == len(READ_SIZES), f"{name}: the same outcome at read sizes {READ_SIZES}: {outcomes}"
@@ -227,8 +306,10 @@ def test_metadata_preserved():
     want = ("resp_text1", completed["model"], completed["created_at"], "completed", completed["usage"], "It is raining in Paris.")
     assert got == want, f"id, model, created_at, status, usage and text of the final response: got {got}, want {want}"
     parts = fed("text_parts_and_items").finish()
-    assert parts.text == "Rain in Paris; sun in Lisbon. Enjoy.", \
-        f"every part of every message, in order, each part's done text winning over its deltas: {parts.text!r}"
+    assert parts.text == "Rain in Paris; sun in Lisbon. Enjoy.", f"every part of every message, in order: {parts.text!r}"
+    refused = fed("refusal").finish()
+    assert (refused.id, refused.refusal) == ("resp_refuse1", "I can't help with that request."), \
+        f"a refusal is part of what the turn keeps: {refused.id} {refused.refusal!r}"
     preamble = fed("text_then_call").finish()
     assert preamble.text == "Let me check." and len(preamble.calls) == 1, \
         f"text beside a call is kept with it: {preamble.text!r}, {len(preamble.calls)} calls"

@@ -16,7 +16,8 @@ export const CHAT_PATH = "/v1/chat/completions";
 export interface Received {
   method: string;
   path: string;
-  headers: Record<string, string>;
+  headers: Record<string, string>; // the last value of each name
+  lines: Record<string, string[]>; // every value sent under each name, one per header line, in order
   body: Record<string, unknown> | undefined; // undefined when the body is not a JSON object
 }
 
@@ -217,10 +218,13 @@ function parse(buffer: Buffer): Received | undefined {
   }
   const [requestLine = "", ...lines] = buffer.subarray(0, headEnd).toString("latin1").split("\r\n");
   const headers: Record<string, string> = {};
+  const sent: Record<string, string[]> = {};
   for (const line of lines) {
     const colon = line.indexOf(":");
     if (colon > 0) {
-      headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+      const name = line.slice(0, colon).trim().toLowerCase();
+      headers[name] = line.slice(colon + 1).trim();
+      (sent[name] ??= []).push(headers[name]);
     }
   }
   const length = Number(headers["content-length"] ?? "0");
@@ -235,7 +239,7 @@ function parse(buffer: Buffer): Received | undefined {
   } catch {
     body = undefined;
   }
-  return { method, path, headers, body };
+  return { method, path, headers, lines: sent, body };
 }
 
 // ---- the stream's events ----------------------------------------------------------------------------

@@ -126,7 +126,11 @@ class OpenAIProvider:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if self._config.api_key:
             headers["Authorization"] = f"Bearer {self._config.api_key}"
-        headers.update(self._config.headers)  # last, so that a caller may override ours
+        for name, value in self._config.headers.items():  # last, so that a caller may replace ours
+            # header names ignore case: the caller's "authorization" replaces our "Authorization"
+            for same in [ours for ours in headers if ours.lower() == name.lower()]:
+                del headers[same]
+            headers[name] = value
         return headers
 
 

@@ -48,7 +48,9 @@ class EventReader:
     An event is the text between two blank lines. A read may end anywhere: inside a line, inside a
     UTF-8 character, between the CR and LF of one line end, between the two line ends of a blank
     line. The reader carries that state from one read to the next, and its cost stays linear in
-    the size of the input whatever the read size.
+    the size of the input whatever the read size. Each read asks for read_size bytes and may get
+    fewer; only b"" is the end. An exception a read raises reaches the caller as it came, after
+    the events completed before it.
     """
     # course: end EventReader
 

@@ -28,6 +28,7 @@ class PendingCall:
     call_id: str
     name: str
     arguments: str
+    closed: bool = False  # its arguments.done came, stating exactly these arguments
 
 
 class ResponseAssembly:
@@ -84,18 +85,46 @@ class ResponseAssembly:
         elif kind == "response.output_item.added":
             self._added(_object(event, "item"))
         elif kind == "response.function_call_arguments.delta":
-            item_id = _string(event, "item_id")
-            call = self.pending.get(item_id)
-            if call is None:
-                raise ResponseFailure("unknown_item", f"argument delta for item {item_id!r}, which was never added")
+            item_id, call = self._pending_call(event)
             call.arguments += _string(event, "delta")
             self._check_size(item_id, call)
             self.report("arguments", f"{item_id}: {len(call.arguments)} characters buffered")
         elif kind == "response.completed":
             self.ended = True
             return self._completed(_object(event, "response"))
+        elif kind == "response.function_call_arguments.done":
+            # The final arguments are the authority, so they are checked: against every fragment.
+            item_id, call = self._pending_call(event)
+            if not isinstance(event.get("arguments"), str):
+                raise ResponseFailure("malformed_event", f"the done event of item {item_id!r} states no arguments")
+            if event["arguments"] != call.arguments:
+                raise ResponseFailure("call_mismatch", f"item {item_id!r}: the done event's arguments differ from the streamed fragments")
+            call.closed = True
+        elif kind == "response.output_item.done" and isinstance(event.get("item"), dict) \
+                and event["item"].get("type") == "function_call":
+            self._finished(event["item"])
         # Everything else, *.done events included, is progress: one part finished, not the response.
         return None
+
+    def _finished(self, item: Payload) -> None:
+        """A call's finished item restates it: the same call id and name, and the same arguments if it states them."""
+        item_id = _string(item, "id")
+        if item_id not in self.pending:
+            raise ResponseFailure("unknown_item", f"function-call item {item_id!r} finished without being added")
+        call = self.pending[item_id]
+        arguments = item.get("arguments", call.arguments)
+        if (_string(item, "call_id"), _string(item, "name"), arguments) != (call.call_id, call.name, call.arguments):
+            raise ResponseFailure("call_mismatch", f"finished item {item_id!r} differs from the streamed call")
+
+    def _pending_call(self, event: Payload) -> tuple[str, PendingCall]:
+        """The call an arguments event names, still open to fragments."""
+        item_id = _string(event, "item_id")
+        call = self.pending.get(item_id)
+        if call is None:
+            raise ResponseFailure("unknown_item", f"arguments for item {item_id!r}, which was never added")
+        if call.closed:
+            raise ResponseFailure("call_mismatch", f"arguments for item {item_id!r} after its done event stated them")
+        return item_id, call
 
     def _check_identity(self, event: Payload) -> None:
         """Item events may name their response; lifecycle events carry it. Either must be ours."""
@@ -157,7 +186,7 @@ class ResponseAssembly:
         streamed = self.pending.get(item_id)
         if streamed is None:
             raise ResponseFailure("call_not_streamed", f"final call item {item_id!r} was never streamed")
-        if streamed != PendingCall(call_id, name, arguments):
+        if (streamed.call_id, streamed.name, streamed.arguments) != (call_id, name, arguments):
             raise ResponseFailure("call_mismatch", f"final call item {item_id!r} differs from the streamed bytes")
         tool = self.tools.get(name)
         if tool is None:

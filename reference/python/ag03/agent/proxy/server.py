@@ -3,6 +3,9 @@
     python -m agent.proxy.server --upstream http://127.0.0.1:PORT/v1 [--port 0] [--policy progress_events]
 
 POST /v1/responses is answered by policy.handle; the demo tools below are the ones this proxy runs.
+A body the reply holds whole goes out with its Content-Length; a body produced as it streams goes out
+in chunks (Transfer-Encoding: chunked), so that a body cut in the middle (the upstream broke, the proxy
+failed) reaches the client without its last chunk: a cut the client can see, never a clean end.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import json
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from agent.proxy.policy import Tools, Upstream, handle
+from agent.proxy.policy import NOT_RETRYABLE, Reply, Tools, Upstream, handle
 from agent.proxy.upstream import HttpUpstream
 
 MAX_BODY = 1 << 20
@@ -25,6 +28,12 @@ def demo_tools() -> Tools:
                                                       "forecast": forecasts.get(str(args.get("city")), "unknown")})}
 
 
+def _refusal(status: int, message: str, code: str) -> Reply:
+    error = {"message": message, "type": "invalid_request_error" if status < 500 else "server_error", "param": None,
+             "code": code}
+    return Reply(status, "application/json", [json.dumps({"error": error}).encode()], NOT_RETRYABLE if status >= 500 else ())
+
+
 def make_server(upstream: Upstream, tools: Tools, *, port: int = 0, policy: str = "buffered_final_stream",
                 forward_tool_events: bool = False) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
@@ -32,35 +41,47 @@ def make_server(upstream: Upstream, tools: Tools, *, port: int = 0, policy: str 
 
         def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
             if self.path.rstrip("/") != "/v1/responses":
-                return self._send(404, "application/json", [b'{"error": {"message": "not found"}}'])
+                return self._send(_refusal(404, "not found", "not_found"))
             length = int(self.headers.get("Content-Length") or 0)
             if not 0 < length <= MAX_BODY:
-                return self._send(400, "application/json", [b'{"error": {"message": "a JSON body is required"}}'])
+                return self._send(_refusal(400, "a JSON body is required", "invalid_body"))
             try:
                 request: Any = json.loads(self.rfile.read(length))
             except ValueError:
                 request = None
             if not isinstance(request, dict):
-                return self._send(400, "application/json", [b'{"error": {"message": "the body is not a JSON object"}}'])
-            reply = handle(request, upstream, tools, policy=policy, forward_tool_events=forward_tool_events)
-            self._send(reply.status, reply.content_type, reply.body)
-
-        def _send(self, status: int, content_type: str, body) -> None:  # noqa: ANN001
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Connection", "close")  # the body ends where the connection does
-            self.end_headers()
+                return self._send(_refusal(400, "the body is not a JSON object", "invalid_body"))
             try:
-                for chunk in body:
-                    self.wfile.write(chunk)
-                    self.wfile.flush()
-            except OSError:  # pragma: no cover - a client leaving mid-answer: timing, not logic
-                pass  # closing the body (below) closes the upstream too
-            finally:
-                close = getattr(body, "close", None)
-                if close is not None:
-                    close()
+                reply = handle(request, upstream, tools, policy=policy, forward_tool_events=forward_tool_events)
+            except Exception as exc:  # noqa: BLE001 - a bug, or a tool that raised: an answer, never a traceback
+                reply = _refusal(500, f"the proxy failed: {exc!r}", "proxy_error")
+            self._send(reply)
+
+        def _send(self, reply: Reply) -> None:
+            whole = isinstance(reply.body, (list, tuple))
+            data = b"".join(reply.body) if whole else b""
+            self.send_response(reply.status)
+            self.send_header("Content-Type", reply.content_type)
+            for name, value in reply.headers:
+                self.send_header(name, value)
+            self.send_header(*(("Content-Length", str(len(data))) if whole else ("Transfer-Encoding", "chunked")))
+            self.send_header("Connection", "close")
+            self.end_headers()
             self.close_connection = True
+            try:
+                if whole:
+                    self.wfile.write(data)
+                    return
+                for chunk in reply.body:
+                    if chunk:  # an empty chunk would read as the end of the body
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.write(b"0\r\n\r\n")  # the last chunk: the body ended whole
+            except Exception:  # noqa: BLE001 - the client left, or the body broke: the last chunk never goes out
+                pass
+            finally:
+                close = getattr(reply.body, "close", None)
+                if close is not None:
+                    close()  # the upstream is closed here, by the proxy, however the answer ended
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet by default
             pass

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import http.client
 import json
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -14,10 +13,9 @@ READ_SIZE = 65536
 
 
 class HttpUpstream:
-    """Callable as the policies' `upstream`: sends the body, returns the answer's chunks.
+    """Callable as the policies' `upstream`: sends the body, returns the answer's chunks (an UpstreamBody).
 
-    The returned iterator has close(), which closes the connection: the policies call it whether
-    they read the body to its end or stopped early. A non-2xx answer fails closed at once.
+    A non-2xx answer, or no answer at all, fails closed at once.
     """
 
     def __init__(self, base_url: str, api_key: str = "", timeout: float = 60.0) -> None:
@@ -26,9 +24,9 @@ class HttpUpstream:
             raise ValueError(f"not an http(s) base URL: {base_url!r}")
         self._parts = parts
         self._api_key = api_key
-        self._timeout = timeout
+        self._timeout = timeout  # bounds the connection and each read: a stalled upstream fails as truncated
 
-    def __call__(self, body: dict[str, Any]) -> Iterator[bytes]:
+    def __call__(self, body: dict[str, Any]) -> UpstreamBody:
         kind = http.client.HTTPSConnection if self._parts.scheme == "https" else http.client.HTTPConnection
         connection = kind(self._parts.hostname, self._parts.port, timeout=self._timeout)
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
@@ -44,14 +42,34 @@ class HttpUpstream:
             text = answer.read(2048).decode("utf-8", "replace")
             connection.close()
             raise FailClosed("upstream_status", f"the upstream answered {answer.status}: {text}")
-        return _chunks(connection, answer)
+        return UpstreamBody(connection, answer)
 
 
-def _chunks(connection: http.client.HTTPConnection, answer: http.client.HTTPResponse) -> Iterator[bytes]:
-    try:
-        while chunk := answer.read1(READ_SIZE):
-            yield chunk
-    except (OSError, http.client.HTTPException) as exc:
-        raise FailClosed("truncated", f"the upstream connection broke: {exc}") from None
-    finally:
-        connection.close()
+class UpstreamBody:
+    """One upstream answer's body, chunk by chunk as it arrives.
+
+    close() closes the connection, whether the body was read to its end, in part, or not at all; the
+    end of the body and a broken connection close it too. A connection that breaks or stalls mid-body
+    is FailClosed("truncated").
+    """
+
+    def __init__(self, connection: http.client.HTTPConnection, answer: http.client.HTTPResponse) -> None:
+        self._connection = connection
+        self._answer = answer
+
+    def __iter__(self) -> UpstreamBody:
+        return self
+
+    def __next__(self) -> bytes:
+        try:
+            chunk = self._answer.read1(READ_SIZE)
+        except (OSError, http.client.HTTPException) as exc:
+            self.close()
+            raise FailClosed("truncated", f"the upstream connection broke: {exc}") from None
+        if not chunk:
+            self.close()
+            raise StopIteration
+        return chunk
+
+    def close(self) -> None:
+        self._connection.close()

@@ -42,7 +42,8 @@ The imports below are the ones the reference solution uses; add or drop any.
         - POST to the path of base_url + "/chat/completions" (a "/" ending base_url is not doubled)
           the JSON of request_body(config.model, ...), with headers Content-Type:
           application/json, Accept: text/event-stream, Authorization: Bearer <api_key> (only when
-          api_key is set), and config.headers last (a header there replaces ours of that name);
+          api_key is set), and config.headers last (a header there replaces ours of that name,
+          whatever its case: header names ignore case, and each header goes out once);
         - if the status is not 2xx (anything outside 200-299, 3xx included): read the body and
           raise APIError(status, type, code, message, retry_after) from its {"error": {...}}.
           The body may not be JSON at all: without an error object the message is the body's

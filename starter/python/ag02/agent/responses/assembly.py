@@ -50,8 +50,16 @@ uses; add or drop any.
           ("unknown_item" if there is none), then report("arguments", detail) where detail names
           the item id and the number of characters buffered; a call's arguments may hold at most
           MAX_ARGUMENT_CHARS characters, counting those the added item brought ("argument_limit");
+        - response.function_call_arguments.done states the call's final arguments: they must equal
+          the fragments buffered for its item_id, byte for byte ("call_mismatch", also when no
+          fragment came; "unknown_item" for an item never added; "malformed_event" when
+          "arguments" is not a string). It closes the call: a later fragment or done event for it
+          is "call_mismatch". Checked, and still progress: it returns None;
+        - response.output_item.done of a function_call item restates the call: its item id must be
+          buffered ("unknown_item"), its call_id and name, and its arguments when it has them,
+          those of the buffered call ("call_mismatch"). Progress too: None;
         - a field that should be a string and is not, or should be an object and is not, is
-          "malformed_event"; every other event type, each *.done included, is progress: None.
+          "malformed_event"; every other event type, each other *.done included, is progress: None.
         Completion (section 2.3), at response.completed, before anything is released:
         - the response's status is "completed" ("status"); its output is a list ("malformed_event");
         - each output item is a message (content a list, "malformed_event" otherwise, of

@@ -2,15 +2,17 @@
     (reference/python/ag03/agent/proxy/state.py, between `# course: begin NAME` and `# course: end NAME`);
     everything else comes from the reference as it is (course.regions). -#}
 {% block module %}
-Anything the state does not understand ends the stream with FailClosed (see errors.py for its codes).
+The final statements (each done event, the completed response) are checked against what was streamed,
+and anything the state does not understand ends the stream with FailClosed (see errors.py for its codes).
 {% endblock %}
 {% block FunctionCall %}
     """One function call of a response, as the stream built it.
 
     ``fragments`` are the argument deltas in arrival order (``streamed`` joins them). ``arguments``
     is None until the call's ``response.function_call_arguments.done`` arrives; then it holds the
-    arguments that event states, which are authoritative: where they differ from the deltas (a
-    fragment lost or repeated on the way), the done event wins and ``corrected`` is True.
+    arguments that event states. They are the authority, and they are checked: they must equal the
+    joined fragments, or the stream fails closed ("mismatch"), since a fragment was lost, repeated or
+    changed on the way and neither side can be trusted with a tool.
     """
 
 {% endblock %}
@@ -24,7 +26,9 @@ Anything the state does not understand ends the stream with FailClosed (see erro
 {% endblock %}
 {% block Turn %}
     """A complete upstream response: its metadata (id, model, created_at, status, usage as the
-    completed response states them), its output text, and the calls it asks for in output order."""
+    completed response states them), its output text and refusal, and the calls it asks for in
+    output order. tools, tool_choice and parallel_tool_calls are what the response echoes of its
+    request: finish() leaves them at their defaults, the policies set them from the client's request."""
 {% endblock %}
 {% block module_2 %}
 {% endblock %}
@@ -45,16 +49,29 @@ Anything the state does not understand ends the stream with FailClosed (see erro
         - the first event must be ``response.created`` with a response id ("protocol" otherwise);
           nothing may follow the terminal ``response.completed`` ("protocol");
         - ``response.output_item.added`` with a ``function_call`` item opens a call (item id,
-          call_id and name all non-empty; an item id or call_id opened twice is "protocol"; a
-          ninth call is "limit"). Other item types are progress only;
+          call_id and name all non-empty; an item id or a call_id opened twice, even under
+          another item id, is "protocol"; a ninth call is "limit"). Other item types are
+          progress only;
         - ``response.function_call_arguments.delta`` appends to the call its ``item_id`` names
           (an unknown item, or a call already closed, is "protocol"); ``.done`` closes the call
-          with the ``arguments`` it states. Over MAX_ARGUMENT_CHARS, streamed or stated, is "limit";
-        - ``response.output_text.delta`` adds to the text (over MAX_TEXT_CHARS is "limit");
-          ``response.output_text.done`` states that part's text, which wins over its deltas;
-        - ``response.completed`` must name the response id that was created and have status
-          completed; ``response.failed`` is "upstream_failed" (its error message kept) and
-          ``response.incomplete`` is "upstream_incomplete" (its reason in the message);
+          with the ``arguments`` it states, which must equal the joined fragments ("mismatch",
+          also when no fragment came; "protocol" when it states none). Over MAX_ARGUMENT_CHARS,
+          streamed or stated, is "limit";
+        - ``response.output_item.done`` of a function call restates the call: the call must have
+          been added and closed by its done event ("protocol"), and the item must name its
+          call_id and name and, when it states arguments, the call's arguments ("mismatch");
+        - ``response.output_text.delta`` and ``response.refusal.delta`` add to the text and the
+          refusal of their part (item_id, content_index); a delta that is not a string is
+          "protocol"; text and refusal together over MAX_TEXT_CHARS is "limit";
+          ``response.output_text.done`` (``text``) and ``response.refusal.done`` (``refusal``)
+          state their part whole: it must equal the part's deltas ("mismatch"); a done event
+          without it leaves the deltas standing;
+        - every event after created that carries a ``response`` object, or a ``response_id``,
+          must name the response that was created ("protocol"); a second ``response.created``
+          is "protocol";
+        - ``response.completed`` must have status completed; ``response.failed`` is
+          "upstream_failed" (its error message kept) and ``response.incomplete`` is
+          "upstream_incomplete" (its reason in the message);
         - every other event type is progress: observe it, change nothing.
         """
         raise NotImplementedError("StreamState.feed: section 'Buffering by item'")
@@ -65,12 +82,14 @@ Anything the state does not understand ends the stream with FailClosed (see erro
         - "missing_terminal" when response.completed never arrived, even if every call looks done;
         - "incomplete_call" when a call was never closed by its arguments.done event;
         - "mismatch" when the completed response's ``output`` lists function calls other than the
-          streamed ones (another call_id, name or arguments, or a streamed call left out). A
-          completed response without an ``output`` key keeps the streamed calls.
+          streamed ones (another call_id, name or arguments, or a streamed call left out), or
+          when its message items' output_text parts (joined) or refusal parts (joined) differ
+          from the text and the refusal that streamed. A completed response without an
+          ``output`` key keeps what streamed.
 
         Otherwise return the Turn: the completed response's id, model, created_at and usage, the
-        output text (each part's done text, or its deltas when it has none), and the calls sorted
-        by output_index.
+        output text and the refusal (every part's deltas, joined in the order the parts began),
+        and the calls sorted by output_index.
         """
         raise NotImplementedError("StreamState.finish: section 'Progress is not permission'")
 {% endblock %}

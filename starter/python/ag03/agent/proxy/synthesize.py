@@ -11,25 +11,37 @@ response that ended. Section "Synthesize, do not forward" shows both shapes in f
         raise NotImplementedError("EventWriter.event: section 'Synthesize, do not forward'")
 {% endblock %}
 {% block message_item %}
-    """The assistant message item that carries the answer (given)."""
+    """The assistant message that carries the answer: ``{"id": "msg_" + the turn's id without its
+    "resp_" prefix, "type": "message", "status": status, "role": "assistant", "content": [...]}``.
+
+    In progress the content is empty. Completed, it holds an ``output_text`` part
+    (``{"type": "output_text", "text": turn.text, "annotations": []}``) unless the turn only
+    refuses (no text, a refusal), then a ``{"type": "refusal", "refusal": turn.refusal}`` part when
+    there is a refusal: a refusal is the answer, never an empty text.
+    """
+    raise NotImplementedError("message_item: section 'A refusal is an answer'")
 {% endblock %}
 {% block response_object %}
-    """The Responses object for the turn: while in progress with no output, at the end with one
-    message (given)."""
+    """The Responses object for the turn: while in progress (or failed) with no output, at the end
+    with one message; it echoes the turn's tools, tool_choice and parallel_tool_calls (given)."""
 {% endblock %}
 {% block to_json %}
     """The body of a non-streamed answer: the completed response object as JSON."""
     raise NotImplementedError("to_json: section 'Synthesize, do not forward'")
 {% endblock %}
 {% block opening %}
-    """The four events before any text, in this order, with exactly these fields:
+    """The three events before any content, in this order, with exactly these fields:
 
     - ``response.created`` and ``response.in_progress``: ``response=response_object(turn, status="in_progress")``;
-    - ``response.output_item.added``: ``output_index=0``, ``item=message_item(turn, "", "in_progress")``;
-    - ``response.content_part.added``: ``item_id`` (the message item's id), ``output_index=0``,
-      ``content_index=0``, ``part={"type": "output_text", "text": "", "annotations": []}``.
+    - ``response.output_item.added``: ``output_index=0``, ``item=message_item(turn, "in_progress")``.
     """
     raise NotImplementedError("opening: section 'Synthesize, do not forward'")
+{% endblock %}
+{% block text_part_opening %}
+    """One ``response.content_part.added``: ``item_id`` (the message item's id), ``output_index=0``,
+    ``content_index=0``, ``part={"type": "output_text", "text": "", "annotations": []}``. It goes
+    out before the first text delta."""
+    raise NotImplementedError("text_part_opening: section 'Synthesize, do not forward'")
 {% endblock %}
 {% block text_delta %}
     """One ``response.output_text.delta``: ``item_id`` (the message item's id), ``output_index=0``,
@@ -37,20 +49,29 @@ response that ended. Section "Synthesize, do not forward" shows both shapes in f
     raise NotImplementedError("text_delta: section 'Synthesize, do not forward'")
 {% endblock %}
 {% block closing %}
-    """The four events after the text, inside out, with exactly these fields:
+    """The events after the text, inside out. For each part of the completed message_item(turn),
+    at ``content_index`` = its position (every event names ``item_id``, ``output_index=0`` and it):
 
-    - ``response.output_text.done``: ``item_id``, ``output_index=0``, ``content_index=0``, ``text``,
-      ``logprobs=[]``;
-    - ``response.content_part.done``: ``item_id``, ``output_index=0``, ``content_index=0``, ``part``
-      (the completed message's output_text part, holding the text);
-    - ``response.output_item.done``: ``output_index=0``, ``item=message_item(turn, text)``;
-    - ``response.completed``: ``response=response_object(turn, text)``.
+    - an ``output_text`` part: first text_part_opening() if ``text_opened`` is False (an empty text
+      part never opened yet), then ``response.output_text.done`` (``text``, ``logprobs=[]``);
+    - a ``refusal`` part: ``response.content_part.added`` (``part={"type": "refusal", "refusal": ""}``),
+      ``response.refusal.delta`` (``delta``: the whole refusal), ``response.refusal.done`` (``refusal``);
+    - then ``response.content_part.done`` (``part``: the completed part).
+
+    Then ``response.output_item.done`` (``output_index=0``, ``item=message_item(turn)``) and
+    ``response.completed`` (``response=response_object(turn)``).
     """
     raise NotImplementedError("closing: section 'Synthesize, do not forward'")
 {% endblock %}
+{% block failed %}
+    """One ``response.failed`` event whose ``response`` is response_object(turn, "failed", error),
+    error ``{"code": "server_error", "message": "CODE: message"}`` (the failure's code and message):
+    the API, and so a client's SDK, allows only its own error codes there."""
+    raise NotImplementedError("failed: section 'One response, whatever the mode'")
+{% endblock %}
 {% block to_sse %}
-    """The body of a streamed answer: opening, the whole text in one delta (none when the text is
-    empty), closing, all numbered by one writer. The Responses API sends no [DONE] line; nor do we.
-    The completed event carries exactly the object to_json gives."""
+    """The body of a streamed answer: opening, then (when there is text) the text part opened and
+    the whole text in one delta, then closing, all numbered by one writer. The Responses API sends
+    no [DONE] line; nor do we. The completed event carries exactly the object to_json gives."""
     raise NotImplementedError("to_sse: section 'Synthesize, do not forward'")
 {% endblock %}

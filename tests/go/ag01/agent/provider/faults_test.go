@@ -275,23 +275,29 @@ func newCountedScripted(t *testing.T, replies ...reply) (*scriptedServer, *connC
 
 // memProvider is a types.Provider whose streams the test writes: each ChatStream call takes the next
 // scripted stream. A stream sends its deltas with plain sends, as a simple provider might, so it blocks
-// whenever nobody reads; the test sees when it has sent everything (sent) and closed its channel.
+// whenever nobody reads; the test sees when it has sent everything (sent) and closed its channel. A
+// stream may keep its channel open a while after its last delta (closeAfter), as a producer still
+// closing its connection does; it closes at once when ctx is done.
 type memProvider struct {
-	mu      sync.Mutex
-	streams []memStream
-	calls   int
+	mu         sync.Mutex
+	streams    []memStream
+	calls      int
+	open       int   // streams whose channel is not closed yet
+	openAtCall []int // for each call, how many streams of earlier calls were still open
 }
 
 type memStream struct {
-	err    error         // returned by ChatStream instead of a stream
-	deltas []types.Delta // sent one by one, then the channel is closed
-	sent   chan struct{} // closed once every delta was taken and the channel closed
+	err        error         // returned by ChatStream instead of a stream
+	deltas     []types.Delta // sent one by one, then the channel is closed
+	sent       chan struct{} // closed once every delta was taken and the channel closed
+	closeAfter time.Duration // how long the channel stays open after the last delta (-1: until ctx is done)
 }
 
 func (m *memProvider) ChatStream(ctx context.Context, msgs []types.Message, tools []types.ToolDef, opts ...types.CallOption) (<-chan types.Delta, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++
+	m.openAtCall = append(m.openAtCall, m.open)
 	if len(m.streams) == 0 {
 		return nil, fmt.Errorf("memProvider: call %d was not scripted", m.calls)
 	}
@@ -301,10 +307,24 @@ func (m *memProvider) ChatStream(ctx context.Context, msgs []types.Message, tool
 		return nil, s.err
 	}
 	ch := make(chan types.Delta)
+	m.open++
 	go func() {
 		for _, d := range s.deltas {
 			ch <- d
 		}
+		if s.closeAfter != 0 {
+			var later <-chan time.Time
+			if s.closeAfter > 0 {
+				later = time.After(s.closeAfter)
+			}
+			select {
+			case <-later:
+			case <-ctx.Done():
+			}
+		}
+		m.mu.Lock()
+		m.open--
+		m.mu.Unlock()
 		close(ch)
 		if s.sent != nil {
 			close(s.sent)
@@ -317,6 +337,20 @@ func (m *memProvider) callCount() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.calls
+}
+
+// openStreams is how many of its streams have not closed their channel yet.
+func (m *memProvider) openStreams() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.open
+}
+
+// openAtCalls is, for each ChatStream call so far, how many earlier streams were still open then.
+func (m *memProvider) openAtCalls() []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]int(nil), m.openAtCall...)
 }
 
 // waitClosed reports whether done closes within limit.

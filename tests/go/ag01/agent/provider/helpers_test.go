@@ -4,6 +4,7 @@ package provider_test
 // body into reads, a recorder that stands in for the retry sleep.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -191,17 +193,26 @@ func (r *chunkedReader) Read(p []byte) (int, error) {
 
 func chunked(data []byte, size int) *chunkedReader { return &chunkedReader{data: data, size: size} }
 
-// cutReader returns data in the pieces that the cut offsets make, one piece per Read.
+// cutReader returns data in the pieces that the cut offsets make, one piece per Read. Two ways of
+// its own, both allowed to any io.Reader: an empty Read (0, nil) before each piece, and the last
+// piece returned together with io.EOF.
 type cutReader struct {
-	data []byte
-	cuts []int // increasing offsets inside data
-	pos  int
+	data              []byte
+	cuts              []int // increasing offsets inside data
+	pos               int
+	empty, eofWithEnd bool
+	emptied           bool // the empty Read before the next piece was returned
 }
 
 func (r *cutReader) Read(p []byte) (int, error) {
 	if r.pos >= len(r.data) {
 		return 0, io.EOF
 	}
+	if r.empty && !r.emptied {
+		r.emptied = true
+		return 0, nil
+	}
+	r.emptied = false
 	end := len(r.data)
 	for len(r.cuts) > 0 && r.cuts[0] <= r.pos {
 		r.cuts = r.cuts[1:]
@@ -211,7 +222,66 @@ func (r *cutReader) Read(p []byte) (int, error) {
 	}
 	n := copy(p, r.data[r.pos:end])
 	r.pos += n
+	if r.eofWithEnd && r.pos == len(r.data) {
+		return n, io.EOF
+	}
 	return n, nil
+}
+
+// readStep is what one Read of a scriptedReader gives: bytes, and err with the last of them (no
+// bytes and no error is an empty Read).
+type readStep struct {
+	data []byte
+	err  error
+}
+
+// scriptedReader gives its steps in turn, one per Read (what does not fit in p comes with the next
+// Read); the last step's error, which ends the script, comes again on every later Read. It counts
+// what an EventReader must not do: Read with an empty buffer (it can only return nothing) and Read on
+// and on after the end; past a limit it answers errMisused, so that such a reader stops.
+type scriptedReader struct {
+	steps          []readStep
+	emptyBuffers   int
+	readsAfterLast int
+}
+
+var errMisused = errors.New("the test's reader was misused (see the test's message)")
+
+func (r *scriptedReader) Read(p []byte) (int, error) {
+	step := &r.steps[0]
+	if len(step.data) == 0 && len(r.steps) == 1 {
+		if r.readsAfterLast++; r.readsAfterLast > 100 {
+			return 0, errMisused
+		}
+		return 0, step.err
+	}
+	if len(p) == 0 {
+		if r.emptyBuffers++; r.emptyBuffers > 100 {
+			return 0, errMisused
+		}
+		return 0, nil
+	}
+	n := copy(p, step.data)
+	step.data = step.data[n:]
+	if len(step.data) > 0 {
+		return n, nil
+	}
+	err := step.err
+	if len(r.steps) > 1 {
+		r.steps = r.steps[1:]
+	}
+	return n, err
+}
+
+// pieces is data cut into pieces of size bytes.
+func pieces(data []byte, size int) [][]byte {
+	var out [][]byte
+	for len(data) > 0 {
+		n := min(size, len(data))
+		out = append(out, data[:n])
+		data = data[n:]
+	}
+	return out
 }
 
 // readBody runs a whole body through EventReader (reads of size bytes) and Decoder; a body that
@@ -336,8 +406,9 @@ func callEntry(index int, id, name, arguments string) string {
 	return string(raw)
 }
 
-// checkDecoded runs event data through one Decoder, until it says finished, and compares the deltas.
-func checkDecoded(t *testing.T, what string, events []string, want []any) {
+// checkDecoded runs event data through one Decoder, until it says finished, and compares the deltas
+// (reported as a test error); it says whether they were right.
+func checkDecoded(t *testing.T, what string, events []string, want []any) bool {
 	t.Helper()
 	decoder := provider.NewDecoder()
 	var deltas []types.Delta
@@ -350,7 +421,9 @@ func checkDecoded(t *testing.T, what string, events []string, want []any) {
 	}
 	if got := neutralAll(deltas); !equalJSON(got, want) {
 		t.Errorf("%s: %s\n  got:  %s\n  want: %s", what, mismatch(got, jsonValue(want).([]any)), show(got), show(want))
+		return false
 	}
+	return true
 }
 
 // roundTripFunc is an http.RoundTripper made of a function.
@@ -387,4 +460,43 @@ func (b *pipeBody) write(t *testing.T, s string) {
 	if _, err := io.WriteString(b.w, s); err != nil {
 		t.Fatalf("writing the response body: %v", err)
 	}
+}
+
+// longEvent is head, then left bytes of 'x', then tail, read bytes per Read: a long event without
+// building it first.
+type longEvent struct {
+	head, tail []byte
+	left, read int
+}
+
+var xs = bytes.Repeat([]byte("x"), 4096)
+
+func (r *longEvent) Read(p []byte) (int, error) {
+	p = p[:min(len(p), r.read)]
+	n := copy(p, r.head)
+	r.head = r.head[n:]
+	if len(r.head) == 0 && r.left > 0 {
+		m := copy(p[n:], xs[:min(r.left, len(xs))])
+		r.left -= m
+		n += m
+	}
+	if r.left == 0 {
+		m := copy(p[n:], r.tail)
+		r.tail = r.tail[m:]
+		n += m
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// cpuTime is the CPU time this process has used so far. Unlike the time on the clock, it does not
+// count the time other processes held the cores, so a busy machine does not change it much.
+func cpuTime() time.Duration {
+	var use syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &use); err != nil {
+		panic(err)
+	}
+	return time.Duration(use.Utime.Nano() + use.Stime.Nano())
 }

@@ -26,7 +26,7 @@ type Config struct {
 	APIKey  string // sent as "Authorization: Bearer ..."; none when empty
 	Model   string
 	Client  *http.Client      // http.DefaultClient when nil
-	Headers map[string]string // sent with every request
+	Headers map[string]string // sent with every request; one of these replaces ours of the same name, in any case
 }
 
 // OpenAI is a types.Provider for the OpenAI chat-completions API with streaming.
@@ -74,11 +74,12 @@ func (e *StreamError) Error() string {
 
 // ChatStream sends the conversation and streams the answer: POST {BaseURL}/chat/completions with
 // the body RequestBody builds, Content-Type application/json, Accept text/event-stream, the key as
-// "Authorization: Bearer ..." (none when APIKey is empty) and cfg.Headers. A non-2xx answer is an
-// *APIError (the body's error type, code and message, or its text; Retry-After in seconds); a
-// request that got no answer returns the client's error. After that every failure is an
-// ErrorDelta: a body that ends before data: [DONE] is ErrNoDone. Build the request with ctx, so
-// that cancelling it closes the connection and the server stops generating.
+// "Authorization: Bearer ..." (none when APIKey is empty) and cfg.Headers, each set, never added: a
+// header of the caller's replaces ours of the same name, however it is spelt, and every header goes
+// out once. A non-2xx answer is an *APIError (the body's error type, code and message, or its text;
+// Retry-After in seconds); a request that got no answer returns the client's error. After that
+// every failure is an ErrorDelta: a body that ends before data: [DONE] is ErrNoDone. Build the
+// request with ctx, so that cancelling it closes the connection and the server stops generating.
 func (o *OpenAI) ChatStream(ctx context.Context, msgs []types.Message, tools []types.ToolDef, opts ...types.CallOption) (<-chan types.Delta, error) {
 	// course: begin OpenAI_ChatStream
 	body, err := RequestBody(o.cfg.Model, msgs, tools, types.NewCallOptions(opts...))
@@ -96,7 +97,7 @@ func (o *OpenAI) ChatStream(ctx context.Context, msgs []types.Message, tools []t
 		req.Header.Set("Authorization", "Bearer "+o.cfg.APIKey)
 	}
 	for name, value := range o.cfg.Headers {
-		req.Header.Set(name, value)
+		req.Header.Set(name, value) // Set canonicalizes the name: "authorization" replaces our Authorization
 	}
 	client := o.cfg.Client
 	if client == nil {

@@ -81,7 +81,8 @@ func Retryable(err error) bool {
 // everything through, a later ErrorDelta included. MaxAttempts counts every attempt; the waits go
 // through pol.Sleep, and a wait cut short by ctx returns ctx's error; a Retry-After longer than
 // MaxRetryAfter is not waited for. A failed attempt's channel is read until it closes before the
-// wait (its producer has closed the connection by then), and once ctx is cancelled the returned
+// wait and the next attempt (its producer has closed the connection by then, however late); the
+// returned channel closes only after the inner one has; and once ctx is cancelled the returned
 // channel closes while the inner one is read to its end, so that no producer is left blocked.
 func WithRetry(p types.Provider, pol RetryPolicy) types.Provider {
 	// course: begin WithRetry

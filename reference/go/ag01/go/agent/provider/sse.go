@@ -19,7 +19,8 @@ import (
 // the CR and LF of one line end, between the two line ends of a blank line. The reader carries
 // that state from one read to the next, and its cost stays linear in the size of the input
 // whatever the read size: each byte is searched once for a LF and once for a CR, and a long line
-// grows the buffer by doubling instead of being copied on every read.
+// grows the buffer by doubling instead of being copied on every read. A line kept while its event
+// is pending is copied out of the buffer before the buffer moves its bytes or reads over them.
 type EventReader struct {
 	// course: begin EventReader_fields
 	r          io.Reader
@@ -59,7 +60,9 @@ func NewEventReader(r io.Reader) *EventReader {
 // first colon and one space after it is dropped; unknown fields are ignored. At a clean end of
 // input Next returns io.EOF; when the input ends inside an event (a line, or lines without the
 // blank line that dispatches them) it returns io.ErrUnexpectedEOF, and that event is discarded.
-// Any other error is the underlying reader's.
+// Any other error is the underlying reader's, as it came, returned once the events completed
+// before it are out. The reader takes every Read io.Reader allows: fewer bytes than asked, 0 bytes
+// and no error (nothing yet), bytes together with io.EOF or with an error (the bytes count).
 func (er *EventReader) Next() ([]byte, error) {
 	// course: begin EventReader_Next
 	for {

@@ -18,8 +18,9 @@ export interface SSEEvent {
  * `for await`. An event is the lines between two blank lines. A read may end anywhere: inside a
  * line, inside a UTF-8 character, between the CR and LF of one line end, between the two line
  * ends of a blank line. The reader carries that state from one read to the next, and its cost
- * stays linear in the size of the input whatever the read size. Leaving the loop early cancels
- * the body, which closes its connection.
+ * stays linear in the size of the input whatever the read size. Only the body's end ends it (a
+ * read of no bytes does not), and a read's failure reaches the caller as it came, after the events
+ * completed before it. Leaving the loop early cancels the body, which closes its connection.
  */
 // course: end EventReader
 export class EventReader implements AsyncIterable<SSEEvent> {

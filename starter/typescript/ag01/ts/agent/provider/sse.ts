@@ -16,6 +16,8 @@
  * (it also drops one leading BOM and makes bytes that are not UTF-8 U+FFFD), and your own memory
  * of the unfinished line and of a CR that ended the last text. Stay linear: keep the pieces of an
  * unfinished line or event and join them once; never search or copy what you already searched.
+ * Only `{ done: true }` ends the body (a chunk of no bytes does not), and an error a read rejects
+ * with goes to the caller as it came, after the events completed before it.
  *
  * [Symbol.asyncIterator]() returns the iterator: an object of yours with next() and return(), or
  * an async generator of a private method (`return this.#events()` with `async *#events()`).

@@ -1,0 +1,3 @@
+module tinyllm
+
+go 1.22
