@@ -8,6 +8,7 @@ the harness: what a wheel carries follows from the languages registered here.
 ADAPTERS: dict[str, str] = {
     "python": "course.languages.python.adapter:PythonAdapter",
     "go": "course.languages.go.adapter:GoAdapter",
+    "typescript": "course.languages.typescript.adapter:TypeScriptAdapter",
 }
 
 # The track a command acts on when none is named and the learner has started none.

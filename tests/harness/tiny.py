@@ -124,3 +124,45 @@ def _write(root: Path, names: list[str], tracks: dict, *, files: dict[str, str],
         (root / name).write_text(body, encoding="utf-8")
     (root / "fixtures").mkdir(exist_ok=True)
     return root
+
+
+TS_REFERENCE = "/** Adding numbers. */\n\n/** The sum of a and b. */\nexport function add(a: number, b: number): number {\n  return a + b;\n}\n"
+# The TypeScript catalog with one test; tests add theirs after it.
+TS_SUM_TEST = """\
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { add } from "../calc.js";
+
+test("sum", () => {
+  assert.equal(add(2, 3), 5, "add(2, 3)");
+});
+"""
+TS_STARTER = """\
+/** Adding numbers. */
+
+/** The sum of a and b. */
+export function add(a: number, b: number): number {
+  throw new Error("TODO tiny: add");
+}
+"""
+
+
+def tiny_ts_chapter(root: Path, *, tests: str, reference: str, starter: str = TS_STARTER,
+                    mutants: list[dict] | None = None, pitfalls: list[dict] | None = None,
+                    selftest: str = "") -> Path:
+    """The tiny chapter with a TypeScript track only: package ts/ (ts/calc.ts). `tests` is the
+    catalog's catalog/calc.test.ts (each top-level test("x", ...) an entry x, in file order),
+    `reference` the reference calc.ts; `selftest`, when given, the example `start` writes as
+    ts/test/mine.test.ts."""
+    names = re.findall(r'^test\("(\w+)"', tests, flags=re.M)
+    track = {"files": ["ts/package.json", "ts/calc.ts"], "given": ["ts/package.json"], "catalog": names,
+             "mutants": mutants or [], **({"selftest": "ts/test/mine.test.ts"} if selftest else {})}
+    return _write(root, names, {"typescript": track}, pitfalls=pitfalls, files={
+        f"chapters/{CHAPTER}/text.md": TEXT,
+        f"starter/typescript/{CHAPTER}/ts/calc.ts": starter,
+        f"reference/typescript/{CHAPTER}/ts/package.json": '{"name": "tiny", "private": true, "type": "module"}\n',
+        f"reference/typescript/{CHAPTER}/ts/calc.ts": reference,
+        f"tests/typescript/{CHAPTER}/catalog/calc.test.ts": tests,
+        **({f"starter/typescript/{CHAPTER}/ts/test/mine.test.ts": selftest} if selftest else {}),
+    })

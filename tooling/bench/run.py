@@ -1,6 +1,7 @@
 """Benchmarks: the course's speed targets, each measured side by side with what it is compared to.
 
-    python tooling/bench/run.py [cli] [sse] [mutants] [go-sse] [go-check] [go-mutants]   (all when none is named)
+    python tooling/bench/run.py [cli] [sse] [mutants] [go-sse] [go-check] [go-mutants]
+                                [ts-sse] [ts-check] [ts-mutants]   (all when none is named)
                                 [--rounds N] [--no-cold] [--chapter CH]... [--against OTHER_CHECKOUT]
 
 cli      `course check ag01 --reference` and `course check ag02 --reference` against a bare
@@ -27,6 +28,16 @@ go-check `course check CH --language go --reference` against a bare `go test -js
          and CPU time (the command and all it waits for). For each chapter with a Go track.
 go-mutants `course mutants CH --language go` (target: under 40 s wall on 2 cores), wall and CPU, for
          each chapter with a Go track.
+ts-sse   the TypeScript reference's EventReader against eventsource-parser 4.1.3 (its callback parser,
+         and its stream of events read with for await, the shape of ours) and the openai Node
+         package 7.55's own SSE decoder on the same 4 MB stream, 4 KiB reads, short and
+         real-API-shaped chunks (tooling/bench/ts/, a package of its own that holds the peers;
+         target: 2x the faster peer), and its linearity on one long event.
+ts-check `course check ag01 --language typescript --reference` against a bare `node --test` of the
+         same compiled catalog in the same environment, interleaved rounds, warm (target: within
+         1.3x); then `course check` in a learner's repository after an edit before every run (it
+         compiles again). Wall and CPU time.
+ts-mutants `course mutants ag01 --language typescript`, wall and CPU.
 
 Needs the bench extra for the peers: pip install '.[bench]'. Figures are medians; the machine is
 noisy, which is why every comparison runs in the same process, interleaved.
@@ -364,6 +375,17 @@ def go_chapters() -> list[str]:
     return [c.id for c in chapters.load_all() if "go" in c.tracks and (not CHOSEN or c.id in CHOSEN)]
 
 
+def learner_repository(into: Path, language: str, env: dict[str, str]) -> Path:
+    """A learner's repository in `into` with the chapter ag01 started in `language` and the
+    reference's files in place of the stubs."""
+    learner = into / "learner"
+    (learner / ".git").mkdir(parents=True)
+    subprocess.run([PY, "-m", "course", "start", "ag01", "--language", language], cwd=learner, env=env,
+                   capture_output=True, check=True)
+    shutil.copytree(REPO / "reference" / language / "ag01", learner, dirs_exist_ok=True)
+    return learner
+
+
 def bench_go_check(rounds: int = 9, cold: bool = True) -> None:
     for chapter in go_chapters():
         print(f" {chapter}:")
@@ -432,17 +454,134 @@ def bench_go_mutants(rounds: int = 1) -> None:
                   f"exit {code} (target < 40 s wall; {before}; after: {load()})")
 
 
+TS_BENCH = REPO / "tooling" / "bench" / "ts"
+
+
+def _ts_reference(into: Path) -> Path:
+    """The TypeScript reference and its catalog compiled with the course's pinned tools; the compiled folder."""
+    sys.path.insert(0, str(REPO))
+    from course import chapters
+    from course.languages.typescript import build
+
+    track = chapters.get("ag01").track("typescript")
+    built, problem = build.build(track, track.reference, into)
+    if problem:
+        raise SystemExit(f"the TypeScript reference does not compile: {problem}")
+    return built.out
+
+
+def bench_ts_sse(rounds: int = 9) -> None:
+    """Each run of sse_bench.mjs reads the same stream with every parser in interleaved rounds."""
+    if not (TS_BENCH / "node_modules").is_dir():
+        done = subprocess.run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=TS_BENCH,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"  the peers are not installed and `npm ci` failed in {TS_BENCH}: {done.stderr.strip()[-300:]}")
+            return
+    with tempfile.TemporaryDirectory() as tmp:
+        sse = _ts_reference(Path(tmp)) / "agent" / "provider" / "sse.js"
+        for label, flag in (("short chunks", []), ("real-API-shaped chunks", ["--realistic"])):
+            done = subprocess.run(["node", "sse_bench.mjs", str(sse), "--rounds", str(rounds), *flag], cwd=TS_BENCH,
+                                  capture_output=True, text=True)
+            if done.returncode != 0:
+                print(f"  sse_bench.mjs failed: {done.stderr.strip()[-500:]}")
+                return
+            result = json.loads(done.stdout)
+            counts = set(result["events"].values())
+            assert len(counts) == 1, f"the parsers disagree on the number of events: {result['events']}"
+            speeds = result["mbps"]
+            print(f"  {label} ({result['bytes'] / 1e6:.1f} MB, {result['bytes'] // counts.pop()} bytes an event, "
+                  f"4 KiB reads, median of {rounds}):")
+            for name, speed in speeds.items():
+                print(f"    {name:<36} {speed:7.1f} MB/s")
+            ours_ = speeds["reference EventReader"]
+            peers = {name: speed for name, speed in speeds.items() if name != "reference EventReader"}
+            for name, speed in peers.items():
+                target = " (the faster peer: target >= 2x)" if speed == max(peers.values()) else ""
+                print(f"    reference / {name}: {ours_ / speed:.2f}x{target}")
+            print(f"    {load()}")
+        done = subprocess.run(["node", "--input-type=module", "-e", _ONE_EVENT.replace("SSE", str(sse))], capture_output=True,
+                              text=True)
+        print("  linearity (the same MB/s at every size means linear):")
+        print("\n".join("    " + line for line in (done.stdout or done.stderr).strip().splitlines()))
+
+
+_ONE_EVENT = """
+import { EventReader } from "SSE";
+for (const mib of [1, 2, 4, 8, 16]) {
+  const data = new Uint8Array((mib << 20) + 8).fill(120);
+  data.set(new TextEncoder().encode("data: "));
+  data.set([10, 10], data.length - 2);
+  const times = [];
+  for (let round = 0; round < 5; round++) {
+    let at = 0;
+    const body = new ReadableStream({ pull(c) { if (at >= data.length) c.close(); else { c.enqueue(data.subarray(at, at + 4096)); at += 4096; } } },
+      { highWaterMark: 0 });
+    const started = performance.now();
+    for await (const event of new EventReader(body)) { void event; }
+    times.push(performance.now() - started);
+  }
+  const ms = times.sort((a, b) => a - b)[2];
+  console.log(`one ${mib} MiB event, 4 KiB reads: ${(data.length / ms / 1000).toFixed(1)} MB/s (${ms.toFixed(1)} ms)`);
+}
+"""
+
+
+def bench_ts_check(rounds: int = 9) -> None:
+    """course check against a bare `node --test` of the same compiled catalog, in the same environment
+    (fixtures, a fake model); then a learner's loop: an edit before every run, then course check
+    (which compiles again)."""
+    sys.path.insert(0, str(REPO))
+    from course import content, fake_model
+    from course.languages.typescript import toolchain
+
+    tools = toolchain.find()
+    with tempfile.TemporaryDirectory() as tmp, fake_model.FakeModel() as fake:
+        env = {**ENV, "COURSE_FIXTURES": str(content.fixtures_dir("ag01")), "COURSE_FAKE_MODEL_URL": fake.base_url,
+               "NO_COLOR": "1"}
+        out = _ts_reference(Path(tmp) / "build")
+        bare = [tools.node, "--test", str(out / "catalog" / "ag01.test.js")]
+        commands = {"bare node --test": (bare, Path(tmp)),
+                    "course check --language typescript --reference": (
+                        [PY, "-m", "course", "check", "ag01", "--language", "typescript", "--reference"], Path(tmp))}
+        for args, cwd in commands.values():
+            timed_run(args, cwd, env)  # both warm
+        compare(commands, env, rounds, "unchanged code, warm")
+
+        # a learner's loop: an edit, then a check, which compiles again (the pinned tsc, type checking)
+        learner = learner_repository(Path(tmp), "typescript", env)
+        edited = learner / "ts" / "agent" / "provider" / "sse.ts"
+        original = edited.read_text(encoding="utf-8")
+        walls, cpus = [], []
+        for n in range(rounds):
+            edited.write_text(original + f"\n// edit {n}\n", encoding="utf-8")
+            elapsed, cpu, _ = timed_run([PY, "-m", "course", "check"], learner, env)
+            walls.append(elapsed)
+            cpus.append(cpu)
+        print(f"  after an edit (course check compiles again), median of {rounds}: wall {statistics.median(walls):.2f} s, "
+              f"CPU {statistics.median(cpus):.2f} s ({load()})")
+
+
+def bench_ts_mutants(rounds: int = 1) -> None:
+    for _ in range(rounds):
+        before = load()
+        elapsed, cpu, code = timed_run([PY, "-m", "course", "mutants", "ag01", "--language", "typescript"], REPO, ENV)
+        print(f"  course mutants ag01 --language typescript: wall {elapsed:.1f} s, CPU {cpu:.1f} s on {os.cpu_count()} cores, "
+              f"exit {code} ({before}; after: {load()})")
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["one-event"]:
         return one_event(int(argv[1]))
     import argparse
 
     benches = {"cli": bench_cli, "sse": bench_sse, "mutants": bench_mutants, "go-sse": bench_go_sse,
-               "go-check": bench_go_check, "go-mutants": bench_go_mutants}
+               "go-check": bench_go_check, "go-mutants": bench_go_mutants, "ts-sse": bench_ts_sse,
+               "ts-check": bench_ts_check, "ts-mutants": bench_ts_mutants}
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("names", nargs="*", metavar="NAME", help=", ".join(benches) + " (all when none is named)")
-    parser.add_argument("--rounds", type=int, help="rounds of cli (15), go-check (9) or go-mutants (1)")
+    parser.add_argument("--rounds", type=int, help="rounds of cli (15), go-check, ts-sse, ts-check (9), go-mutants or ts-mutants (1)")
     parser.add_argument("--against", type=Path, metavar="DIR", help="cli: also time this other checkout's course")
     parser.add_argument("--no-cold", action="store_true", help="go-check: leave out the empty build cache runs")
     parser.add_argument("--chapter", action="append", default=[], metavar="CH",
@@ -458,6 +597,8 @@ def main(argv: list[str]) -> None:
             bench_go_check(args.rounds or 9, cold=not args.no_cold)
         elif name == "go-mutants":
             bench_go_mutants(args.rounds or 1)
+        elif name in ("ts-sse", "ts-check", "ts-mutants"):
+            benches[name](*([args.rounds] if args.rounds else []))
         elif name == "cli":
             bench_cli(args.rounds or 15, args.against.resolve() if args.against else None)
         else:

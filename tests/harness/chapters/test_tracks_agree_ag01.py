@@ -1,11 +1,12 @@
-"""Both tracks of ag01 give the same verdict on the same behaviour: the recorded streams of
-fixtures/ag01/streams.json go through the Python reference (in this process) and the Go reference (a
-test program built with the Go toolchain, in a temporary folder), and what they produce is compared
-delta by delta, read by read.
+"""Every track of ag01 gives the same verdict on the same behaviour: the recorded streams of
+fixtures/ag01/streams.json go through the Python reference (in this process), the Go reference (a
+test program built with the Go toolchain, in a temporary folder) and the TypeScript reference (a
+program compiled with the track's pinned TypeScript beside the catalog's helpers, run by node), and
+what they produce is compared delta by delta, read by read.
 
 Each side uses its own catalog's helpers to turn deltas into the fixtures' neutral form (the Python
-catalog's `neutral` and `read_body`, the Go catalog's `neutralAll` and `readBody`), so this test adds
-no third reading of the fixtures' format. Beside each recorded body, the same body with its line ends
+catalog's `neutral` and `read_body`, the Go and TypeScript catalogs' `neutralAll` and `readBody`), so
+this test adds no other reading of the fixtures' format. Beside each recorded body, the same body with its line ends
 written as CRLF, as lone CRs, and after a BOM must give the same deltas in both tracks too.
 """
 
@@ -127,12 +128,64 @@ def go_form(streams: dict, folder: Path) -> dict:
     return json.loads(out.read_text(encoding="utf-8"))
 
 
-@pytest.mark.skipif(shutil.which("go") is None, reason="the Go reference needs Go on PATH (the Python side alone compares nothing)")
-def test_both_references_give_the_same_deltas(tmp_path: Path) -> None:
+# The TypeScript side: a program beside the catalog's helpers (catalog/helpers.ts, compiled with the
+# reference package as the TypeScript adapter compiles the catalog), which prints what it produces.
+TS_DUMP = """import { readFileSync } from "node:fs";
+
+import { Decoder } from "../agent/provider/sse.js";
+import { loadStreams, neutralAll, readBody } from "./helpers.js";
+
+const cases = JSON.parse(readFileSync(0, "utf8")) as { key: string; body: string; size: number }[];
+const out: Record<string, unknown> = {};
+const decoder = new Decoder();
+out["hand example, event by event"] = loadStreams().hand_example.events.map((e) => neutralAll(decoder.decode(e.data).deltas));
+for (const c of cases) {
+  out[c.key] = neutralAll(await readBody(c.body, c.size));
+}
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def typescript_form(streams: dict, folder: Path) -> dict:
+    """What the TypeScript reference produces for the same cases, compiled and run in `folder`."""
+    from course.languages.typescript import build
+    from course.languages.typescript import toolchain as ts_toolchain
+
+    tools = ts_toolchain.find()
+    source = folder / "ts"
+    shutil.copytree(REPO / "reference" / "typescript" / "ag01" / "ts" / "agent", source / "agent")
+    (source / "catalog").mkdir()
+    shutil.copy2(REPO / "tests" / "typescript" / "ag01" / "catalog" / "helpers.ts", source / "catalog" / "helpers.ts")
+    (source / "catalog" / "tracks-agree.ts").write_text(TS_DUMP, encoding="utf-8")
+    (source / "package.json").write_text('{"type": "module"}\n', encoding="utf-8")
+    options = {**build.COMPILER_OPTIONS, "rootDir": ".", "outDir": str(folder / "out"),
+               "typeRoots": [str(tools.tools / "node_modules" / "@types")]}
+    (source / "tsconfig.json").write_text(json.dumps({"compilerOptions": options, "include": ["**/*.ts"]}), encoding="utf-8")
+    compiled = subprocess.run([*tools.tsc, "-p", str(source / "tsconfig.json")], capture_output=True, text=True,
+                              timeout=300, check=False)
+    assert compiled.returncode == 0, f"the TypeScript side did not compile:\n{compiled.stdout}{compiled.stderr}"
+    (folder / "out" / "package.json").write_text('{"type": "module"}\n', encoding="utf-8")
+    cases = [{"key": f"{stream['name']}, {how}, reads of {size}", "body": body, "size": size}
+             for stream in streams["streams"] for how, body in variants(stream["body"]).items() for size in READ_SIZES]
+    done = subprocess.run([tools.node, str(folder / "out" / "catalog" / "tracks-agree.js")], input=json.dumps(cases),
+                          capture_output=True, text=True, timeout=300, check=False,
+                          env=ts_toolchain.environment({"COURSE_FIXTURES": str(FIXTURES)}))
+    assert done.returncode == 0, f"the TypeScript side did not run:\n{done.stderr}"
+    return json.loads(done.stdout)
+
+
+FORMS = {"go": (go_form, "go"), "typescript": (typescript_form, "node")}
+
+
+@pytest.mark.parametrize("language", sorted(FORMS))
+def test_the_references_give_the_same_deltas(language: str, tmp_path: Path) -> None:
+    form, tool = FORMS[language]
+    if shutil.which(tool) is None:
+        pytest.skip(f"the {language} reference needs {tool} on PATH")
     streams = json.loads((FIXTURES / "streams.json").read_text(encoding="utf-8"))
-    python, go = python_form(streams), go_form(streams, tmp_path)
-    assert python.keys() == go.keys(), f"the two sides ran different cases: {sorted(python.keys() ^ go.keys())[:5]}"
-    differ = [f"{key}:\n  python: {python[key]}\n  go:     {go[key]}" for key in sorted(python) if python[key] != go[key]]
+    python, other = python_form(streams), form(streams, tmp_path)
+    assert python.keys() == other.keys(), f"the two sides ran different cases: {sorted(python.keys() ^ other.keys())[:5]}"
+    differ = [f"{key}:\n  python: {python[key]}\n  {language}: {other[key]}" for key in sorted(python) if python[key] != other[key]]
     assert not differ, f"{len(differ)} of {len(python)} cases differ between the tracks:\n" + "\n".join(differ[:5])
     # and both are what the fixtures record
     want = {f"{stream['name']}, {how}, reads of {size}": stream["expected"]["deltas"]
