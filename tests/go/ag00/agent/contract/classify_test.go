@@ -340,6 +340,9 @@ func TestUnsupportedShapes(t *testing.T) {
 		{"status queued", map[string]any{"status": "queued", "output": []any{}}},
 		{"status Completed", map[string]any{"status": "Completed", "output": []any{}}},
 		{"status with a blank", map[string]any{"status": "completed ", "output": []any{}}},
+		// JSON keys are exact: encoding/json matches a struct's fields ignoring case, the API does not
+		{"Status in another case", map[string]any{"Status": "completed", "output": []any{message(outputText("hi"))}}},
+		{"STATUS in another case", map[string]any{"STATUS": "completed", "output": []any{message(outputText("hi"))}}},
 		{"content part output_audio", completed(message(map[string]any{"type": "output_audio"}))},
 		{"output_text without a string", completed(message(map[string]any{"type": "output_text", "text": nil}))},
 		{"output_text with no text field", completed(message(map[string]any{"type": "output_text"}))},

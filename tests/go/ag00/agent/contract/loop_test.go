@@ -84,6 +84,7 @@ func turnTail(t *testing.T, reply sample) []any {
 }
 
 func TestNextInputKeepsOutputItems(t *testing.T) {
+	t.Run("bytes-as-received", sentAsReceived)
 	for _, c := range []string{"reasoning-preamble-call", "two-calls", "second-turn"} {
 		t.Run(c, func(t *testing.T) {
 			var replies []sample
@@ -123,6 +124,34 @@ func TestNextInputKeepsOutputItems(t *testing.T) {
 				t.Errorf("%s: the first request sent differs from the request given: %s", c, s.sent[0])
 			}
 		})
+	}
+}
+
+// TestNextInputKeepsOutputItems compares items as values; the items go back byte for byte too (as
+// compact JSON: the key order and the numbers' spelling of the reply kept), since the API may carry
+// fields a decoder does not know, and a round trip through Go values reorders keys and turns numbers
+// into float64.
+func sentAsReceived(t *testing.T) {
+	reply := loadSample(t, "tool_call_o1")
+	var body struct {
+		Output []json.RawMessage `json:"output"`
+	}
+	if err := json.Unmarshal(reply.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	_, s := runScript(t, defaults, reply, loadSample(t, "answer_o1"))
+	if len(s.sent) != 2 {
+		t.Fatalf("model calls: got %d, want 2", len(s.sent))
+	}
+	for i, item := range body.Output {
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, item); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(s.sent[1], compact.Bytes()) {
+			t.Errorf("output item %d must go back as it came (its keys in their order, its values as written): want %s in the "+
+				"second request, got %s", i, compact.Bytes(), s.sent[1])
+		}
 	}
 }
 
@@ -566,7 +595,42 @@ func TestLoopStopsOnTerminalKinds(t *testing.T) {
 				"(errors.Is finds it), after one send: the loop never retries", outcome, err, sends)
 		}
 	})
+
+	t.Run("send-gets-the-callers-context", func(t *testing.T) {
+		ctx := context.WithValue(context.Background(), callerKey{}, "the caller's")
+		var seen []any
+		model := contract.ModelFunc(func(got context.Context, req *contract.Request) (contract.Reply, error) {
+			seen = append(seen, got.Value(callerKey{}))
+			if len(seen) == 1 {
+				return toolCall(t, "call_1", "o-1").reply(), nil
+			}
+			return loadSample(t, "answer_o1").reply(), nil
+		})
+		if _, err := (&contract.Loop{Model: model, Principal: me, MaxTurns: 3, MaxCalls: 2}).Run(ctx, baseRequest()); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if want := []any{"the caller's", "the caller's"}; !reflect.DeepEqual(seen, want) {
+			t.Errorf("the context each Send got carried %v, want %v: Send takes Run's ctx (its deadline, its cancel, "+
+				"its values), not one of its own", seen, want)
+		}
+	})
+	t.Run("send-out-of-time", func(t *testing.T) {
+		for _, failure := range []error{context.DeadlineExceeded, fmt.Errorf("post: %w", context.DeadlineExceeded),
+			context.Canceled} {
+			model := contract.ModelFunc(func(context.Context, *contract.Request) (contract.Reply, error) {
+				return contract.Reply{}, failure
+			})
+			outcome, err := (&contract.Loop{Model: model, Principal: me, MaxTurns: 3, MaxCalls: 2}).Run(context.Background(), baseRequest())
+			if outcome != nil || !errors.Is(err, failure) {
+				t.Errorf("a Send that fails with %v: got outcome %+v, error %v; want no outcome and an error errors.Is "+
+					"finds it in (running out of time is no reply: not a turn limit, not an answer)", failure, outcome, err)
+			}
+		}
+	})
 }
+
+// callerKey marks the context Run was given.
+type callerKey struct{}
 
 func TestLoopDefaults(t *testing.T) {
 	s := &script{t: t, replies: toolCalls(t, "call_1", "call_2", "call_3", "call_4")}
