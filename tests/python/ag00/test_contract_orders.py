@@ -106,6 +106,7 @@ def test_arguments_validated(case, arguments):
         ("None", None),
         ("missing", ...),
         ("bytes", b'{"order_id": "o-1"}'),
+        ("the object's JSON encoded again, as a JSON string", json.dumps(json.dumps({"order_id": "o-1"}))),
     ]],
 )
 def test_arguments_must_be_json_text(case, arguments):

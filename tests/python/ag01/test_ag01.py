@@ -279,6 +279,15 @@ def test_decoder_bad_events():
     assert fields == want, f"the error event's ErrorDelta (class, type, code, message): got {fields!r}, want {want!r}"
     assert str(error) == "stream error server_error: The server had an error", f"str() of the StreamError: got {str(error)!r}"
 
+    # the API writes "code": null and "param": null when it has none: null is no code, not the text "None"
+    got, _ = sse.Decoder().decode('{"error": {"message": "Rate limited", "type": null, "param": null, "code": null}}')
+    error = got[0].error if len(got) == 1 and isinstance(got[0], types.ErrorDelta) else None
+    fields = (getattr(error, "type", None), getattr(error, "code", None), getattr(error, "message", None))
+    assert fields == ("", "", "Rate limited"), (
+        f"an error event whose type and code are null: the StreamError's (type, code, message) got {fields!r}, "
+        "want ('', '', 'Rate limited')"
+    )
+
     got, finished = sse.Decoder().decode('{"error": "upstream overloaded"}')
     error = got[0].error if len(got) == 1 and isinstance(got[0], types.ErrorDelta) else None
     assert isinstance(error, errors.StreamError) and error.message == "upstream overloaded" and finished is True, (

@@ -114,7 +114,8 @@ def test_history_as_items():
     assert json.loads(sent[0]["arguments"]) == nested, "quotes, newlines and non-ASCII survive the JSON string"
 
 
-@pytest.mark.parametrize("case", ["unanswered_id", "before_its_call", "unknown_role", "earlier_turn"])
+@pytest.mark.parametrize("case", ["unanswered_id", "before_its_call", "unknown_role", "system_role", "role_in_another_case",
+                                  "earlier_turn"])
 def test_tool_result_needs_call(case):
     call = Message("assistant", "", (ToolCall("call_1", "read", {"path": "a.py"}),))
     result = Message("tool", "text of a.py", tool_call_id="call_1")
@@ -128,6 +129,9 @@ def test_tool_result_needs_call(case):
         "unanswered_id": [call, Message("tool", "?", tool_call_id="call_9")],
         "before_its_call": [result, call],
         "unknown_role": [Message("system2", "hello")],
+        # the portable history has four roles; "system" is not one of them (instructions go as developer)
+        "system_role": [Message("system", "be brief"), Message("user", "hi")],
+        "role_in_another_case": [Message("Assistant", "hello")],
     }[case]
     with pytest.raises(ValueError):
         request.build_request(bad, [], "m")

@@ -111,13 +111,20 @@ FAILURES = {  # fixture -> the code the client is answered with, and words of th
     "repeated_sequence": ("protocol", ""), "mismatched_arguments": ("mismatch", ""), "text_done_differs": ("mismatch", ""),
     "completed_text_differs": ("mismatch", ""), "item_done_differs": ("mismatch", ""), "unknown_item_delta": ("protocol", ""),
     "terminal_id_mismatch": ("protocol", ""), "completed_before_arguments_done": ("incomplete_call", ""),
+    "event_after_completed": ("protocol", ""),
 }
+# response.completed ends the response, not the reading: the body is read to its end, and whatever comes
+# after the terminal event (here another delta) breaks the stream's own bookkeeping
+AFTER_COMPLETED = (b'event: response.output_text.delta\ndata: {"type": "response.output_text.delta", '
+                   b'"sequence_number": 999, "item_id": "msg_late", "output_index": 1, "content_index": 0, '
+                   b'"delta": "one more thing"}\n\n')
 
 
 @pytest.mark.parametrize("name", list(FAILURES))
 @pytest.mark.parametrize("stream", [False, True])
 def test_fail_closed_answers_502(name, stream):
-    upstream = ScriptedUpstream(name, "final_after_tools")
+    first = body("tool_call") + AFTER_COMPLETED if name == "event_after_completed" else name
+    upstream = ScriptedUpstream(first, "final_after_tools")
     tools = WeatherTools(upstream)
     reply = handle({**copy.deepcopy(REQUEST), "stream": stream}, upstream, tools)
     assert reply.status == 502, f"{name}: a stream that fails closed is answered 502, never {reply.status}"
@@ -641,6 +648,9 @@ def test_proxy_over_http():
         assert status == 502 and json.loads(data)["error"]["code"] == "upstream_status", f"an upstream 429 fails closed: {data!r}"
         status, _, data = post(dead, "/v1/responses", ask)
         assert status == 502 and json.loads(data)["error"]["code"] == "upstream_unreachable", f"no upstream: {data!r}"
+        status, _, data = post(dead, "/v1/responses", stateless)
+        assert status == 502 and json.loads(data)["error"]["code"] == "upstream_unreachable", \
+            f"a pass-through fails closed the same way when there is no upstream: {status} {data!r}"
         status, kind, data = post(crashed, "/v1/responses", ask)
         assert (status, kind, heads[-1].get("x-should-retry")) == (500, "application/json", "false") and json.loads(data)["error"], \
             f"anything else that goes wrong is a 500 with the API's error shape, not to be retried, never a dropped connection: {status} {data!r}"
