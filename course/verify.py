@@ -4,6 +4,7 @@
    each catalog entry names where the chapter states its rule (a heading, a documented symbol).
    Every catalog test has its hint levels; no hint repeats a line or a run of tokens of the code the
    learner writes (course.overlap), and every section a hint names is a section of the track's text.
+   What the track's text states that the course knows (counts, fixture sizes, pitfall numbers) is true.
 2. The reference passes the whole catalog.
 3. Every catalog test fails on the freshly rendered stubs (a test that passes on a stub checks nothing),
    and the stubs load: what `course start` writes is in step with the reference's learner regions.
@@ -42,7 +43,7 @@ from course.languages.protocol import Demonstration, LearnerTests
 class Finding:
     chapter: str
     language: str
-    step: str  # manifest | hints | reference | stubs | shuffled | coverage | mutants | signatures
+    step: str  # manifest | hints | text | reference | stubs | shuffled | coverage | mutants | signatures
     ok: bool
     detail: str = ""
 
@@ -274,6 +275,42 @@ def section_problems(chapter: Chapter, track: Track) -> list[str]:
     return problems
 
 
+def fact_problems(chapter: Chapter, track: Track) -> list[str]:
+    """What the track's text states that the course knows is true: every placeholder (course.chapters.
+    FACT: the number of tests, of pitfalls, a fixture's size and reads) can be filled; a count of
+    tests written out in digits ("the 36 tests") is the track's; and its Pitfalls section numbers
+    pitfalls of the manifest, each once, among them every pitfall the track's mutants document."""
+    from course.chapters import FACT, fact, section_of
+
+    if not chapter.text_path.is_file():
+        return []
+    where = f"the {track.language} track's text ({_text_name(chapter, track)})"
+    text = chapter.text(track.language)
+    problems = []
+    for match in FACT.finditer(text):
+        try:
+            fact(chapter, track.language, match.group(1), match.group(2).split())
+        except ValueError as exc:
+            problems.append(f"{where}: {match.group(0)} cannot be filled: {exc}")
+    tests = fact(chapter, track.language, "tests", [])
+    for match in re.finditer(r"\b(\d+) (?:catalog )?tests\b", text):
+        if int(match.group(1)) != tests:
+            problems.append(f"{where} says {match.group(0)!r}, but the track has {tests} tests (write {{{{tests}}}})")
+    pitfalls = section_of(text, "Pitfalls")
+    if pitfalls is not None:
+        numbers = [int(n) for n in re.findall(r"(?m)^(?:(\d+)\. |\| *(\d+) *\|)", pitfalls) for n in n if n]
+        known = {p.id for p in chapter.pitfalls}
+        documented = {m.pitfall for m in track.mutants}
+        unknown, twice = sorted(set(numbers) - known), _duplicates([str(n) for n in numbers])
+        missing = sorted(documented - set(numbers))
+        if unknown or twice or missing:
+            problems.append(f"{where}: its Pitfalls section numbers {', '.join(map(str, numbers)) or 'none'}"
+                            + (f"; {', '.join(map(str, unknown))} no pitfall of the manifest" if unknown else "")
+                            + (f"; {', '.join(twice)} twice" if twice else "")
+                            + (f"; not {', '.join(map(str, missing))}, which the track's mutants document" if missing else ""))
+    return problems
+
+
 def default_seed(track: Track) -> int:
     """The shuffled run's seed unless one is given: drawn from the catalog's files, so a run is
     repeatable on the same tree and a changed catalog is tried in a new order."""
@@ -366,6 +403,8 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
         return verdict
     missing = hint_problems(chapter, track)
     wrong = hint_leak_problems(chapter, track) + section_problems(chapter, track)
+    untrue = fact_problems(chapter, track)
+    note("text", not untrue, "\n".join(untrue) or "every count, size and pitfall number it states is the course's")
     note("hints", not missing and not wrong, "\n".join(["; ".join(missing)] * bool(missing) + wrong) or
          f"{HINT_LEVELS} hint levels for every test; none repeats the reference's code, every section named exists")
 
