@@ -172,7 +172,8 @@ class Chapter:
         sections (and the opening) that text.<language>.md rewrites for that language replaced."""
         text = self.text_path.read_text(encoding="utf-8")
         own = self.folder / f"text.{language}.md"
-        return _with_sections(text, own.read_text(encoding="utf-8")) if language and own.is_file() else text
+        text = _with_sections(text, own.read_text(encoding="utf-8")) if language and own.is_file() else text
+        return render_facts(text, self, language)
 
     def for_track(self, track: Track) -> Chapter:
         """This chapter as `track` sees it: only the catalog entries the track runs, in catalog order,
@@ -191,6 +192,70 @@ class Chapter:
 
     def pitfall(self, number: int) -> Pitfall | None:
         return next((p for p in self.pitfalls if p.id == number), None)
+
+
+# What a text says that the course knows, written as a placeholder that `Chapter.text` fills in, so
+# the number read is the number that is true: {{tests}} the track's catalog tests, {{pitfalls}} the
+# chapter's pitfalls, and of a string in a fixture (FILE:KEY.KEY, fixtures/<chapter>/FILE, JSON)
+# {{bytes FILE:PATH}} its size in UTF-8 bytes, {{reads FILE:PATH N}} how many reads of N bytes it
+# takes, {{event_read FILE:PATH N K}} the read after which its K-th event (a blank line) is complete.
+# Numbers of four digits or more are written with a comma ("1,006"). A placeholder that cannot be
+# filled stays as written, and `course verify` names it (fact_problems).
+FACT = re.compile(r"\{\{\s*([a-z_]+)((?:\s+[^\s{}]+)*)\s*\}\}")
+
+
+def fact(chapter: "Chapter", language: str, name: str, args: list[str]) -> int:
+    """The value of one placeholder; ValueError (saying why) when it names nothing the course knows."""
+    if name == "tests" and not args:
+        track = chapter.tracks.get(language or DEFAULT_LANGUAGE)
+        return len(track.catalog) if track is not None and track.catalog else len(chapter.catalog)
+    if name == "pitfalls" and not args:
+        return len(chapter.pitfalls)
+    sizes = {"bytes": 1, "reads": 2, "event_read": 3}
+    if name not in sizes:
+        raise ValueError(f"unknown placeholder {name!r} (tests, pitfalls, bytes, reads, event_read)")
+    if len(args) != sizes[name] or not all(a.isdigit() and int(a) > 0 for a in args[1:]):
+        raise ValueError(f"{name} takes FILE:PATH" + " N" * (sizes[name] > 1) + " K" * (sizes[name] > 2)
+                         + " (N, K whole numbers from 1)")
+    data = _fixture_string(chapter, args[0]).encode("utf-8")
+    if name == "bytes":
+        return len(data)
+    size = int(args[1])
+    if name == "reads":
+        return -(-len(data) // size)
+    ends = [m.end() for m in re.finditer(b"\r\n\r\n|\n\n|\r\r", data)]
+    if int(args[2]) > len(ends):
+        raise ValueError(f"{args[0]} has {len(ends)} events, not {args[2]}")
+    return -(-ends[int(args[2]) - 1] // size)
+
+
+def _fixture_string(chapter: "Chapter", where: str) -> str:
+    import json
+
+    file, _, path = where.partition(":")
+    source = content.fixtures_dir(chapter.id) / file
+    try:
+        value: Any = json.loads(source.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read fixtures/{chapter.id}/{file} as JSON: {exc}") from None
+    for key in path.split(".") if path else []:
+        if not isinstance(value, dict) or key not in value:
+            raise ValueError(f"fixtures/{chapter.id}/{file} has nothing at {path!r}")
+        value = value[key]
+    if not isinstance(value, str):
+        raise ValueError(f"fixtures/{chapter.id}/{file} holds no string at {path!r}")
+    return value
+
+
+def render_facts(text: str, chapter: "Chapter", language: str = "") -> str:
+    """The text with every placeholder the course can fill filled (see FACT)."""
+    def filled(match: re.Match) -> str:
+        try:
+            return f"{fact(chapter, language, match.group(1), match.group(2).split()):,}"
+        except ValueError:
+            return match.group(0)
+
+    return FACT.sub(filled, text) if "{{" in text else text
 
 
 _HEADING = re.compile(r"(#{2,3}) +(?:(\d+(?:\.\d+)*)\.? +)?(.*?)[ #]*")

@@ -2,7 +2,9 @@
 
 1. The manifest is consistent: every file, test and mutant it names exists, ids are unique, and
    each catalog entry names where the chapter states its rule (a heading, a documented symbol).
-   Every catalog test has its hint levels.
+   Every catalog test has its hint levels; no hint repeats a line or a run of tokens of the code the
+   learner writes (course.overlap), and every section a hint names is a section of the track's text.
+   What the track's text states that the course knows (counts, fixture sizes, pitfall numbers) is true.
 2. The reference passes the whole catalog.
 3. Every catalog test fails on the freshly rendered stubs (a test that passes on a stub checks nothing),
    and the stubs load: what `course start` writes is in step with the reference's learner regions.
@@ -41,7 +43,7 @@ from course.languages.protocol import Demonstration, LearnerTests
 class Finding:
     chapter: str
     language: str
-    step: str  # manifest | hints | reference | stubs | shuffled | coverage | mutants | signatures
+    step: str  # manifest | hints | text | reference | stubs | shuffled | coverage | mutants | signatures
     ok: bool
     detail: str = ""
 
@@ -171,6 +173,144 @@ def hint_problems(chapter: Chapter, track: Track | None = None) -> list[str]:
             for hints in [track.hints_for(entry) if track else entry.hints] if len(hints) != HINT_LEVELS]
 
 
+def solution_lines(track: Track) -> list[tuple[str, str]]:
+    """The code the learner writes, as (file:line, line) pairs: the reference's learner regions (the
+    whole file where a reference marks none, a chapter written before regions), never a given file,
+    without the lines the track's language calls commentary (comments, docstrings: what `course diff`
+    leaves out). Everything else of the reference is in the stub already, so a hint may repeat it."""
+    from course import regions
+    from course.languages.protocol import CommentBlindDiff
+
+    blind = languages.capability(languages.get(track.language), CommentBlindDiff)
+    out: list[tuple[str, str]] = []
+    for name in track.files:
+        path = track.reference / name
+        if name in track.given or not path.is_file():
+            continue
+        pieces = regions.split(path.read_text(encoding="utf-8"), name)
+        marked = any(isinstance(piece, regions.Region) for piece in pieces)
+        quiet = blind.commentary_lines("".join(p if isinstance(p, str) else p.body for p in pieces)) if blind else set()
+        number = 0
+        for piece in pieces:
+            learner = isinstance(piece, regions.Region) or not marked
+            for line in (piece.body if isinstance(piece, regions.Region) else piece).splitlines():
+                number += 1
+                if learner and number not in quiet:
+                    out.append((f"{name}:{number}", line))
+    return out
+
+
+def hint_leak_problems(chapter: Chapter, track: Track) -> list[str]:
+    """A hint points and never hands over: no hint of any level, as the track shows it, repeats a
+    line or a run of tokens of the code the learner writes (course.overlap says how much is a run)."""
+    from course.overlap import Code
+
+    code = Code(solution_lines(track))
+    adapter = languages.get(track.language)
+    problems = []
+    for entry in chapter.catalog:
+        for level, hint in enumerate(track.hints_for(entry), 1):
+            shared = code.shared(hint)
+            if shared is not None:
+                problems.append(f"{adapter.test_name(entry.name)} hint {level} repeats the reference's code "
+                                f"({shared.where}): {shared.prose!r}; a hint gives the shape, never the code")
+    return problems
+
+
+# How hints name a section: "Section 2.5", "sections 2.6 and 7", "section 3's table"; or a heading's
+# title in quotes, 'Running the loop' (a quoted phrase in sentence case, of words alone: not a quoted
+# value such as 'HTTP 503' or 'Bearer a, Basic b'); a title of one word ('Bookkeeping') where it
+# opens the hint or follows the word section (not 'Hello' in "four deltas for 'Hello'").
+_NUMBERED = re.compile(r"\b[Ss]ections? (\d+(?:\.\d+)*)((?:(?:,| and|, and| or) \d+(?:\.\d+)*)*)")
+_QUOTED = re.compile(r"""(?<![A-Za-z0-9])(?:'([^'\n]+)'|"([^"\n]+)"|‘([^’\n]+)’|“([^”\n]+)”)(?![A-Za-z0-9])""")
+_TITLE_WORD = re.compile(r"[a-z][a-z-]*|[A-Z]{2,}|[A-Z][a-z-]*")
+
+
+def section_references(text: str) -> list[str]:
+    """The sections a hint refers to, as it names them: numbers ('2.5') and quoted titles."""
+    found = []
+    for match in _NUMBERED.finditer(text):
+        found.append(match.group(1))
+        found.extend(re.findall(r"\d+(?:\.\d+)*", match.group(2)))
+    for match in _QUOTED.finditer(text):
+        phrase = next(g for g in match.groups() if g is not None)
+        words = re.split(r",? ", phrase)
+        alone = (match.start() == 0 and text[match.end():match.end() + 1] in (":", ",")
+                 or text[:match.start()].lower().endswith(("section ", "sections ")))
+        if ((len(words) >= 2 or alone) and phrase[0].isupper() and all(_TITLE_WORD.fullmatch(w) for w in words)
+                and not any(w[0].isupper() and not w.isupper() for w in words[1:])):
+            found.append(phrase)
+    return found
+
+
+def section_keys(text: str) -> set[str]:
+    """What names a section of a text: its number, its title, and its whole heading."""
+    keys = set()
+    for heading in headings(text):
+        number = re.match(r"(\d+(?:\.\d+)*)\.?\s+(.*)", heading)
+        keys |= {heading, *(number.groups() if number else ())}
+    return keys
+
+
+def _text_name(chapter: Chapter, track: Track) -> str:
+    """The files a track's learner reads the text from, as a problem names them."""
+    own = f"text.{track.language}.md"
+    return "text.md" + (f" with {own}" if (chapter.folder / own).is_file() else "")
+
+
+def section_problems(chapter: Chapter, track: Track) -> list[str]:
+    """Every section a hint names is a section of the text the track's learner reads (text.md with
+    the track's own sections in place: `course show CH --language LANG`)."""
+    text_name = _text_name(chapter, track)
+    keys = section_keys(chapter.text(track.language)) if chapter.text_path.is_file() else set()
+    adapter = languages.get(track.language)
+    problems = []
+    for entry in chapter.catalog:
+        for level, hint in enumerate(track.hints_for(entry), 1):
+            for name in section_references(hint):
+                if name not in keys:
+                    problems.append(f"{adapter.test_name(entry.name)} hint {level} names section {name!r}, which the "
+                                    f"{track.language} track's text ({text_name}) "
+                                    "does not have")
+    return problems
+
+
+def fact_problems(chapter: Chapter, track: Track) -> list[str]:
+    """What the track's text states that the course knows is true: every placeholder (course.chapters.
+    FACT: the number of tests, of pitfalls, a fixture's size and reads) can be filled; a count of
+    tests written out in digits ("the 36 tests") is the track's; and its Pitfalls section numbers
+    pitfalls of the manifest, each once, among them every pitfall the track's mutants document."""
+    from course.chapters import FACT, fact, section_of
+
+    if not chapter.text_path.is_file():
+        return []
+    where = f"the {track.language} track's text ({_text_name(chapter, track)})"
+    text = chapter.text(track.language)
+    problems = []
+    for match in FACT.finditer(text):
+        try:
+            fact(chapter, track.language, match.group(1), match.group(2).split())
+        except ValueError as exc:
+            problems.append(f"{where}: {match.group(0)} cannot be filled: {exc}")
+    tests = fact(chapter, track.language, "tests", [])
+    for match in re.finditer(r"\b(\d+) (?:catalog )?tests\b", text):
+        if int(match.group(1)) != tests:
+            problems.append(f"{where} says {match.group(0)!r}, but the track has {tests} tests (write {{{{tests}}}})")
+    pitfalls = section_of(text, "Pitfalls")
+    if pitfalls is not None:
+        numbers = [int(n) for n in re.findall(r"(?m)^(?:(\d+)\. |\| *(\d+) *\|)", pitfalls) for n in n if n]
+        known = {p.id for p in chapter.pitfalls}
+        documented = {m.pitfall for m in track.mutants}
+        unknown, twice = sorted(set(numbers) - known), _duplicates([str(n) for n in numbers])
+        missing = sorted(documented - set(numbers))
+        if unknown or twice or missing:
+            problems.append(f"{where}: its Pitfalls section numbers {', '.join(map(str, numbers)) or 'none'}"
+                            + (f"; {', '.join(map(str, unknown))} no pitfall of the manifest" if unknown else "")
+                            + (f"; {', '.join(twice)} twice" if twice else "")
+                            + (f"; not {', '.join(map(str, missing))}, which the track's mutants document" if missing else ""))
+    return problems
+
+
 def default_seed(track: Track) -> int:
     """The shuffled run's seed unless one is given: drawn from the catalog's files, so a run is
     repeatable on the same tree and a changed catalog is tried in a new order."""
@@ -197,11 +337,17 @@ def headings(markdown: str) -> set[str]:
 
 def stated_in_problems(chapter: Chapter, track: Track) -> list[str]:
     """Each catalog entry names where the chapter states the rule it checks, and that place exists:
-    a heading of the chapter's text, or a documented symbol of a file the learner receives."""
+    a heading of the chapter's text that is also a section of the text the track's learner reads
+    (text.md with the track's own sections in place, which keep text.md's numbers and may retitle
+    them: "7. Closing a stream in Python" is section 7 of the Go text, however titled there), or a
+    documented symbol of a file the learner receives."""
     from course.scaffold import render
 
     adapter = languages.get(track.language)
-    sections = headings(chapter.text_path.read_text(encoding="utf-8")) if chapter.text_path.is_file() else set()
+    own = chapter.text_path.is_file()
+    written = headings(chapter.text_path.read_text(encoding="utf-8")) if own else set()
+    read = section_keys(chapter.text(track.language)) if own else set()
+    text_name = _text_name(chapter, track)
     other_tracks = {name for t in chapter.tracks.values() if t is not track for name in t.files}
     problems: list[str] = []
     rendered: dict[str, str | None] = {}
@@ -210,8 +356,12 @@ def stated_in_problems(chapter: Chapter, track: Track) -> list[str]:
         if not entry.stated_in:
             problems.append(f"{chapter.id} {test}: no stated_in (the section or docstring that states its rule)")
         for kind, where in entry.stated_in:
-            if kind == "section" and where not in sections:
+            number = re.match(r"(\d+(?:\.\d+)*)\.?\s", where)
+            if kind == "section" and number and where not in written:
                 problems.append(f"{chapter.id} {test}: stated_in section {where!r} is not a heading of {chapter.text_path.name}")
+            elif kind == "section" and where not in read and (number is None or number.group(1) not in read):
+                problems.append(f"{chapter.id} {test}: stated_in section {where!r} is not a section of the "
+                                f"{track.language} track's text ({text_name})")
             if kind != "docstring":
                 continue
             path, _, symbol = where.partition("::")
@@ -252,7 +402,11 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
     if problems:
         return verdict
     missing = hint_problems(chapter, track)
-    note("hints", not missing, "; ".join(missing) or f"{HINT_LEVELS} hint levels for every test")
+    wrong = hint_leak_problems(chapter, track) + section_problems(chapter, track)
+    untrue = fact_problems(chapter, track)
+    note("text", not untrue, "\n".join(untrue) or "every count, size and pitfall number it states is the course's")
+    note("hints", not missing and not wrong, "\n".join(["; ".join(missing)] * bool(missing) + wrong) or
+         f"{HINT_LEVELS} hint levels for every test; none repeats the reference's code, every section named exists")
 
     reference = run_check(chapter, track, track.reference)
     note("reference", reference.ok, f"{reference.passed} of {reference.total} tests pass on the reference"

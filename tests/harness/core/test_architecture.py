@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[3]
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ground", ("course", "course.errors", "course.cache", "course.rundir", "course.processes", "course.content",
                 "course.selection", "course.regions", "course.results", "course.environment", "course.mutant",
-                "course.languages", "course.languages.registry", "course.sandbox")),
+                "course.languages", "course.languages.registry", "course.sandbox", "course.overlap")),
     ("data and contract", ("course.chapters", "course.signatures", "course.learner", "course.languages.protocol",
                            "course.services", "course.fake_model.*")),
     ("adapters", ("course.languages.*",)),
