@@ -2,7 +2,7 @@
 place (a function of the learner's) and the pitfall.
 
     python tooling/hints/precision.py CHAPTER [--language L] [--bugs FILE] [--json OUT]
-                                      [--cache FILE] [--replay OUT]
+                                      [--cache FILE] [--replay OUT] [--recorded [--unseen-only]]
 
 Each documented mutant of the track, and each bug of FILE, is run against the catalog as `course
 verify` runs mutants; what each run shows (its signature, and the functions its exceptions or panics
@@ -234,7 +234,12 @@ def main() -> int:
     parser.add_argument("--recorded", action="store_true",
                         help="judge with the chapter's recording (signatures.json), as course check does, "
                              "instead of this measurement's own runs of the documented mutants")
+    parser.add_argument("--unseen-only", action="store_true",
+                        help="with --recorded and --bugs: run the bugs only, not the documented mutants "
+                             "(the recording stands for them)")
     args = parser.parse_args()
+    if args.unseen_only and not (args.recorded and args.bugs):
+        parser.error("--unseen-only goes with --recorded and --bugs")
     selected = [chapters.get(c) for c in args.chapters] or list(chapters.load_all())
     replayed = {(d["chapter"], d["language"]): d for d in json.loads(args.replay.read_text())} if args.replay else {}
     cache = json.loads(args.cache.read_text()) if args.cache and args.cache.is_file() else {}
@@ -246,7 +251,8 @@ def main() -> int:
         if args.replay:
             runs = replayed[(chapter.id, track.language)]["runs"]
         else:
-            runs = collect(chapter, track, list(track.mutants) + [b for b, _ in bugs], cache)
+            documented = [] if args.unseen_only else list(track.mutants)
+            runs = collect(chapter, track, documented + [b for b, _ in bugs], cache)
             if args.cache:
                 args.cache.write_text(json.dumps(cache) + "\n", encoding="utf-8")
         rows = evaluate(chapter, track, runs, bugs, recorded=args.recorded)
