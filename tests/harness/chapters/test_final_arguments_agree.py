@@ -1,8 +1,10 @@
 """ag02's adapter and ag03's proxy teach one rule: the final arguments (a call's done event, its finished
 item, the completed response) are the authority, they are checked against the streamed fragments, and
 a disagreement fails closed, no tool running. Fed the same streams (every authored sequence of both
-chapters, and mismatch cases built here), the two references must make the same decision on every
-question they share: whether any call may run, and which calls with which arguments.
+chapters, mismatch cases built here, and one stream built here for each other question both chapters
+answer: identity, lifecycle, provider failures, item and call ids, the bounds, tools and arguments), the
+two references must make the same decision on every question they share: whether any call may run,
+and which calls with which arguments. ag03's text ("How this builds on ag02") names the differences.
 
 Where the chapters legitimately ask different things of a stream, the difference is named in
 DIFFERENCES with the reason, never skipped in silence, and the test checks that the difference is
@@ -167,3 +169,131 @@ def test_the_proxy_runs_nothing_on_a_mismatch_through_its_policy():
         POLICY.buffered_final_stream({"model": "m", "input": "x", "tools": [{"type": "function", "name": "read"}]},
                                      lambda body: iter([data]), {"read": lambda arguments: runs.append(arguments) or ""})
     assert failure.value.code == "mismatch" and runs == []
+
+
+# One stream for each question both chapters answer, beyond the final arguments: built here, each a
+# variation of one well-formed response with one read call.
+def _created(**fields: Any) -> dict:
+    return {"type": "response.created", "response": {"id": "resp_x", "status": "in_progress", "output": [], **fields}}
+
+
+def _item(item_id: str = "fc_1", call_id: str = "call_1", name: str = "read", arguments: str = "") -> dict:
+    return {"id": item_id, "type": "function_call", "status": "in_progress", "call_id": call_id, "name": name,
+            "arguments": arguments}
+
+
+def _call(item_id: str = "fc_1", call_id: str = "call_1", arguments: str = A, name: str = "read", added: str = "") -> list[dict]:
+    """A call added (its item bringing `added`, the first characters of its arguments), the rest in one
+    fragment, then its done event."""
+    events = [{"type": "response.output_item.added", "output_index": 0, "item": _item(item_id, call_id, name, added)}]
+    if arguments[len(added):]:
+        events.append({"type": "response.function_call_arguments.delta", "item_id": item_id, "output_index": 0,
+                       "delta": arguments[len(added):]})
+    events.append({"type": "response.function_call_arguments.done", "item_id": item_id, "output_index": 0, "arguments": arguments})
+    return events
+
+
+def _final(item_id: str = "fc_1", call_id: str = "call_1", arguments: str = A, name: str = "read") -> dict:
+    return {**_item(item_id, call_id, name, arguments), "status": "completed"}
+
+
+def _completed(output: list | None, **fields: Any) -> dict:
+    response = {"id": "resp_x", "status": "completed", **({} if output is None else {"output": output}), **fields}
+    return {"type": "response.completed", "response": response}
+
+
+def _numbered(events: list[dict]) -> list[dict]:
+    return [{**e, "sequence_number": n} for n, e in enumerate(events)]
+
+
+def _calls(n: int) -> list[dict]:
+    return [_created()] + sum((_call(f"fc_{k}", f"call_{k}") for k in range(n)), []) + \
+        [_completed([_final(f"fc_{k}", f"call_{k}") for k in range(n)])]
+
+
+def _long(n: int) -> str:
+    return '{"path": "' + "a" * (n - 12) + '"}'  # arguments of exactly n characters
+
+
+def _text(n: int) -> list[dict]:
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
+               "content": [{"type": "output_text", "text": "a" * n, "annotations": []}]}
+    return [_created(), {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0,
+                         "delta": "a" * n}, _completed([message])]
+
+
+WELL_FORMED = [_created(), *_call(), _completed([_final()])]
+FAILED = {"type": "response.failed", "response": {"id": "resp_x", "status": "failed", "error": {"code": "server_error", "message": "boom"}}}
+INCOMPLETE = {"type": "response.incomplete",
+              "response": {"id": "resp_x", "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}}}
+SHARED = {
+    "well formed": (WELL_FORMED, "run"),
+    "no sequence numbers": ([{k: v for k, v in e.items() if k != "sequence_number"} for e in WELL_FORMED], "run"),
+    "not opened by response.created": (WELL_FORMED[1:], "refused"),
+    "response.created twice": ([_created(), *WELL_FORMED], "refused"),
+    "response.created without an id": ([{"type": "response.created", "response": {"status": "in_progress"}}, *WELL_FORMED[1:]], "refused"),
+    "an event naming another response_id": ([_created(), {**_call()[0], "response_id": "resp_y"}, *_call()[1:], _completed([_final()])], "refused"),
+    "a lifecycle event of another response": ([_created(), {"type": "response.in_progress", "response": {"id": "resp_y"}}, *WELL_FORMED[1:]], "refused"),
+    "completed naming another response": ([_created(), *_call(), _completed([_final()], id="resp_y")], "refused"),
+    "completed with status incomplete": ([_created(), *_call(), _completed([_final()], status="incomplete")], "refused"),
+    "response.failed": ([_created(), *_call(), FAILED], "refused"),
+    "response.incomplete": ([_created(), *_call(), INCOMPLETE], "refused"),
+    "an error event, nested": ([_created(), *_call(), {"type": "error", "error": {"code": "x", "message": "y"}}], "refused"),
+    "an error event, flat": ([_created(), *_call(), {"type": "error", "code": "x", "message": "y"}], "refused"),
+    "a fragment for an item never added": ([_created(), _call()[0], {"type": "response.function_call_arguments.delta",
+                                            "item_id": "fc_9", "output_index": 0, "delta": "{}"}, *_call()[1:], _completed([_final()])], "refused"),
+    "an item added twice": ([_created(), _call()[0], *_call(), _completed([_final()])], "refused"),
+    "a call id under two item ids": ([_created(), *_call(), *_call("fc_2"), _completed([_final(), _final("fc_2")])], "refused"),
+    "an empty call id": ([_created(), *_call(call_id=""), _completed([_final(call_id="")])], "refused"),
+    "8 calls": (_calls(8), "run"),
+    "9 calls": (_calls(9), "refused"),
+    "arguments of 16,000 characters": ([_created(), *_call(arguments=_long(16_000)), _completed([_final(arguments=_long(16_000))])], "run"),
+    "arguments of 16,001 characters": ([_created(), *_call(arguments=_long(16_001)), _completed([_final(arguments=_long(16_001))])], "refused"),
+    "16,001 characters, most brought by the added item": (
+        [_created(), *_call(arguments=_long(16_001), added=_long(16_001)[:-2]), _completed([_final(arguments=_long(16_001))])], "refused"),
+    "text of 64,000 characters": (_text(64_000), "run"),
+    "text of 64,001 characters": (_text(64_001), "refused"),
+    "a tool not exposed": ([_created(), *_call(name="delete"), _completed([_final(name="delete")])], "refused"),
+    "arguments that are not JSON": ([_created(), *_call(arguments='{"path": '), _completed([_final(arguments='{"path": ')])], "refused"),
+    "arguments that are no object": ([_created(), *_call(arguments='["a.py"]'), _completed([_final(arguments='["a.py"]')])], "refused"),
+    # where the two chapters ask different things: SHARED_DIFFERENCES says why
+    "a sequence number repeated": ([{**e, "sequence_number": 0} for e in WELL_FORMED], "differs"),
+    "completed without a status": ([_created(), *_call(), {"type": "response.completed", "response": {"id": "resp_x", "output": [_final()]}}], "differs"),
+    "completed without an output list": ([_created(), *_call(), _completed(None)], "differs"),
+    "an event after response.completed": ([*WELL_FORMED, {"type": "response.in_progress", "response": {"id": "resp_x"}}], "differs"),
+    "a finished item before the done event": ([_created(), *_call()[:2], {"type": "response.output_item.done", "output_index": 0,
+                                               "item": _final()}, _call()[2], _completed([_final()])], "differs"),
+    "a web_search_call item beside the call": ([_created(), *_call(), _completed([{"id": "ws_1", "type": "web_search_call",
+                                                "status": "completed"}, _final()])], "differs"),
+}
+SHARED_DIFFERENCES = {
+    "a sequence number repeated": "the proxy forwards and renumbers events (in progress mode a replayed text delta reaches "
+                                  "the client), so it refuses numbers that do not increase; ag02's adapter decides on the "
+                                  "completed output, and a replayed event that could change its decision already fails "
+                                  "another check (a repeated fragment: call_mismatch; a repeated item: duplicate_item)",
+    "completed without a status": "ag02 requires the completed response to state status completed; the proxy reads an "
+                                  "absent status as the event's own word, and refuses only a status that says otherwise",
+    "completed without an output list": "ag02 builds its decision from the completed output, so it needs the list; the proxy "
+                                        "builds its turn from the stream and checks the output only when it is there",
+    "an event after response.completed": "ag02's adapter stops reading at response.completed; the proxy reads the body to its "
+                                         "end and refuses anything after the terminal event",
+    "a finished item before the done event": "the proxy requires each call's done event, and its finished item after it; "
+                                             "ag02 checks the finished item against the fragments so far and needs no done event",
+    "a web_search_call item beside the call": "ag02's portable history cannot replay any item but messages and function "
+                                              "calls, so it refuses the rest; the proxy replays calls and results only and "
+                                              "passes other items by",
+}
+
+
+@pytest.mark.parametrize("case", list(SHARED))
+def test_both_references_answer_every_shared_question_alike(case):
+    events, want = SHARED[case]
+    events = _numbered(events) if case not in ("no sequence numbers", "a sequence number repeated") else events
+    ours, theirs = ag02_decision(json.loads(json.dumps(events))), ag03_decision(json.loads(json.dumps(events)))
+    if want == "differs":
+        assert case in SHARED_DIFFERENCES, f"{case}: a difference must say why"
+        assert ours[0] != theirs[0], f"{case} is listed as a difference ({SHARED_DIFFERENCES[case]}) but both say {ours} / {theirs}"
+        return
+    assert (ours[0], theirs[0]) == (want, want), f"{case}: want both {want!r}, got ag02 {ours}, ag03 {theirs}"
+    if want == "run":
+        assert ours[1] == theirs[1], f"{case}: the same calls with the same arguments: ag02 {ours[1]}, ag03 {theirs[1]}"

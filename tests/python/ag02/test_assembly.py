@@ -212,8 +212,8 @@ def test_lifecycle_order(case):
         assert info.value.code == "ended", f"{case}: {late['type']} after the end must fail with 'ended', got {info.value.code!r}"
 
 
-@pytest.mark.parametrize("case", ["response_id_field", "lifecycle_response", "completed_other_id", "failed_other_id",
-                                  "status_incomplete", "status_missing", "same_id_everywhere"])
+@pytest.mark.parametrize("case", ["response_id_field", "lifecycle_response", "lifecycle_without_id", "completed_other_id",
+                                  "failed_other_id", "status_incomplete", "status_missing", "same_id_everywhere"])
 def test_identity_and_status(case):
     base = [created("resp_1"), added(call_item("fc_1", "call_1", "read")), delta("fc_1", '{"path": "a.py"}')]
     final = [call_item("fc_1", "call_1", "read", '{"path": "a.py"}', "completed")]
@@ -226,6 +226,8 @@ def test_identity_and_status(case):
     events, want = {
         "response_id_field": (base + [dict(delta("fc_1", ""), response_id="resp_2")], "identity_mismatch"),
         "lifecycle_response": (base + [{"type": "response.in_progress", "response": {"id": "resp_2"}}], "identity_mismatch"),
+        "lifecycle_without_id": (base + [{"type": "response.in_progress", "response": {"status": "in_progress"}}],
+                                 "identity_mismatch"),
         "completed_other_id": (base + [completed(final, "resp_2")], "identity_mismatch"),
         "failed_other_id": (base + [{"type": "response.failed", "response": {"id": "resp_2", "status": "failed"}}], "identity_mismatch"),
         "status_incomplete": (base + [completed(final, "resp_1", status="incomplete")], "status"),

@@ -113,6 +113,10 @@ def test_history_as_items():
     sent = request.build_request([Message("assistant", "", (ToolCall("c1", "edit", nested),))], [], "m")["input"]
     assert json.loads(sent[0]["arguments"]) == nested, "quotes, newlines and non-ASCII survive the JSON string"
 
+    both = request.build_request([Message("assistant", "Here is the fix.", refusal="I won't run it.")], [], "m")["input"]
+    assert both == [{"role": "assistant", "content": "Here is the fix."}], (
+        f"a turn with text and a refusal is replayed as its text alone, got {both}")
+
 
 @pytest.mark.parametrize("case", ["unanswered_id", "before_its_call", "unknown_role", "system_role", "role_in_another_case",
                                   "earlier_turn"])

@@ -240,6 +240,8 @@ def test_lenient_where_the_api_allows():
     text = _created({"type": "response.output_text.delta", "item_id": "msg_1", "delta": "Hi"},
                     {"type": "response.output_text.done", "item_id": "msg_1"}, COMPLETED)
     assert fed(text).finish().text == "Hi", "a text done event without its text keeps the deltas"
+    unstated = {**COMPLETED, "response": {k: v for k, v in COMPLETED["response"].items() if k != "status"}}
+    assert fed(_created(unstated)).finish().text == "", "a completed event that states no status is taken at its word"
 
 
 def _calls(count: int, arguments: str = '{"city":"Paris"}', final: str | None = None) -> list[dict]:
@@ -280,6 +282,11 @@ def test_limits_at_and_past_bounds():
         with pytest.raises(FailClosed) as long:
             fed(_calls(1, streamed, final))
         assert long.value.code == "limit", f"arguments of {MAX_ARGUMENT_CHARS + 1} characters, streamed or final, fail closed"
+    brought = {"id": "fc_0", "type": "function_call", "call_id": "call_0", "name": "get_weather", "arguments": over}
+    with pytest.raises(FailClosed) as added:
+        fed(_created({"type": "response.output_item.added", "output_index": 0, "item": brought}))
+    assert added.value.code == "limit", \
+        f"arguments the added item brings count: {MAX_ARGUMENT_CHARS + 1} of them fail closed at once, got {added.value.code!r}"
     at_bound = fed(_text(MAX_TEXT_CHARS)).finish()
     assert len(at_bound.text) + len(at_bound.refusal) == MAX_TEXT_CHARS, f"{MAX_TEXT_CHARS} characters of text and refusal pass"
     with pytest.raises(FailClosed) as text:

@@ -232,6 +232,10 @@ func TestHistoryAsItems(t *testing.T) {
 	if !sameJSON(sent[3], map[string]any{"role": "assistant", "content": "Not that file."}) || sent[4].(map[string]any)["call_id"] != "c3" {
 		t.Errorf("a refusal beside a call is replayed as the assistant's text, before the call: got %s, %s", show(sent[3]), show(sent[4]))
 	}
+	both, _ := build(t, []responses.Message{{Role: responses.RoleAssistant, Content: "Here is the fix.", Refusal: "I won't run it."}}, nil, 100)["input"].([]any)
+	if len(both) != 1 || !sameJSON(both[0], map[string]any{"role": "assistant", "content": "Here is the fix."}) {
+		t.Errorf("a turn with Content and a Refusal is replayed as its Content alone, got %s", show(both))
+	}
 	if got := parsed(sent[0].(map[string]any)); !reflect.DeepEqual(got, nested) {
 		t.Errorf("quotes, newlines, <, & and non-ASCII survive the JSON text: got %q, want %q", got, nested)
 	}

@@ -363,6 +363,10 @@ func TestLenientWhereTheAPIAllows(t *testing.T) {
 	if turn, code := outcome(text, 65536); code != "" || turn.Text != "Hi" {
 		t.Errorf("a text done event without its text keeps the deltas: %q (failure %q)", turn.Text, code)
 	}
+	unstated := created(map[string]any{"type": "response.completed", "response": map[string]any{"id": "resp_m", "model": "m"}})
+	if _, code := outcome(unstated, 65536); code != "" {
+		t.Errorf("a completed event that states no status is taken at its word: failure %q", code)
+	}
 	quiet := created(map[string]any{"type": "response.output_item.added", "output_index": 0},
 		map[string]any{"type": "response.reasoning_summary_text.delta", "item_id": "rs_1", "delta": "thinking"},
 		map[string]any{"type": "response.output_item.added", "output_index": 1, "item": map[string]any{"id": "rs_1", "type": "reasoning"}},
@@ -431,6 +435,10 @@ func TestLimitsAtAndPastBounds(t *testing.T) {
 			if _, err := fed(callsStream(1, c[0], c[1]), 65536); codeOf(err) != proxy.CodeLimit {
 				t.Errorf("arguments of %d characters (%q), streamed or final, fail closed as limit, got %v", proxy.MaxArgumentChars+1, letter, err)
 			}
+		}
+		brought := map[string]any{"id": "fc_0", "type": "function_call", "call_id": "call_0", "name": "get_weather", "arguments": over}
+		if _, err := fed(created(map[string]any{"type": "response.output_item.added", "output_index": 0, "item": brought}), 65536); codeOf(err) != proxy.CodeLimit {
+			t.Errorf("arguments the added item brings count: %d characters (%q) fail closed as limit at once, got %v", proxy.MaxArgumentChars+1, letter, err)
 		}
 	}
 	for _, letter := range []string{"x", "ü"} {
