@@ -158,13 +158,19 @@ def evaluate(chapter: Chapter, track: Track, runs: dict[str, dict], bugs: list[t
                        loo_pitfall=judge_pitfall(loo.pitfall, mutant.pitfall),
                        loo_place=judge_place(loo.place, truth))
         rows.append(row)
+    outline = hints.outline(track)
     for bug, function in bugs:
+        # where the change is, read as the documented mutants' places are: the writer's `function` may
+        # name the public function a helper's change sits under
+        where = {f.name for f in (outline(texts.get(bug.file, "")) if outline else ())
+                 if any(f.first <= n <= f.last for n in hints.changed_lines(texts.get(bug.file, ""), bug))}
         row = {"id": bug.id, "pitfall": bug.pitfall or None, "set": "unseen", "status": runs[bug.id]["status"],
-               "function": function}
+               "function": function, "changed": sorted(where)}
         if bug.id in killed:
             shown = hints.hint(killed[bug.id], known, hints.outliner(track, code_of(texts, bug)))
             row.update(hint=asdict(shown), pitfall_verdict=judge_pitfall(shown.pitfall, bug.pitfall),
-                       place_verdict=judge_place(shown.place, {function}))
+                       place_verdict=judge_place(shown.place, {function}),
+                       place_by_change=judge_place(shown.place, where or {function}))
         rows.append(row)
     return rows
 
@@ -193,6 +199,7 @@ def summary(rows: list[dict]) -> dict:
     labelled = [r for r in kills if r["pitfall"]]
     pitfall = tally(kills, "pitfall_verdict")
     return {"bugs": len(unseen), "kills": len(kills), "pitfall": pitfall, "place": tally(kills, "place_verdict"),
+            "place_by_change": tally(kills, "place_by_change"),
             "labelled_kills": len(labelled),
             "labelled_silent_pitfall": sum(r["pitfall_verdict"] == "silent" for r in labelled),
             "labelled_any_hint": sum(bool(r["hint"]["place"] or r["hint"]["pitfall"]) for r in labelled)}
@@ -214,13 +221,16 @@ def report(chapter: Chapter, track: Track, rows: list[dict]) -> None:
         return
     print(f"  unseen bugs: {s['bugs']}, {s['kills']} killed ({s['bugs'] - s['kills']} not caught: no hint to judge)")
     print(f"    pitfall hints: {describe(s['pitfall'])}")
-    print(f"    place hints:   {describe(s['place'])}")
+    print(f"    place hints:   {describe(s['place'])} (against the writer's label)")
+    print(f"                   {describe(s['place_by_change'])} (against the function the change is in)")
     print(f"    kills whose bug has a pitfall: {s['labelled_kills']}; a hint (place or pitfall) shown for "
           f"{s['labelled_any_hint']} ({share(s['labelled_any_hint'], s['labelled_kills'])}); "
           f"no pitfall named for {s['labelled_silent_pitfall']}")
     for row in rows:
-        if row["set"] == "unseen" and "wrong" in (row.get("pitfall_verdict"), row.get("place_verdict")):
-            print(f"      {row['id']} (labelled {row['pitfall']}, {row['function']}): {row['hint']}")
+        if row["set"] == "unseen" and "wrong" in (row.get("pitfall_verdict"), row.get("place_verdict"),
+                                                   row.get("place_by_change")):
+            print(f"      {row['id']} (labelled {row['pitfall']}, {row['function']}; changed in "
+                  f"{', '.join(row['changed']) or '-'}): {row['hint']}")
 
 
 def main() -> int:

@@ -284,6 +284,12 @@ def test_preview_bounded(chars, ok):
     many = [created()] + [text_delta("x" * 100) for _ in range(chars // 100)] + [text_delta("x" * (chars % 100))]
     got = outcome(many)
     assert got == ("no decision" if ok else "failure preview_limit"), f"{chars} characters in 100-character deltas: {got}"
+    # Characters, not bytes: é is two bytes of UTF-8, a character outside the BMP four (two UTF-16 units)
+    for char in ("é", "\U0001F600"):
+        wide = [created()] + [text_delta(char * 1000) for _ in range(chars // 1000)] + [text_delta(char * (chars % 1000))]
+        got = outcome(wide)
+        assert got == ("no decision" if ok else "failure preview_limit"), \
+            f"{chars} characters {char!r} (each more than one byte): {got}; the bound counts characters"
 
 
 @pytest.mark.parametrize("size, ok", [(16_000, True), (16_001, False)])
