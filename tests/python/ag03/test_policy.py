@@ -185,6 +185,23 @@ def test_client_disconnect_closes_upstream():
     reply.body.close()
     assert upstream.bodies[0].closed, "progress mode closed before its first chunk was read closes the upstream"
 
+    class Source:
+        """An upstream body that is not its own iterator: each iter() gives a new one; close() is its own."""
+
+        closed = False
+
+        def __iter__(self):
+            yield from (b"event: a\ndata: {}\n\n", b"event: b\ndata: {}\n\n")
+
+        def close(self) -> None:
+            self.closed = True
+
+    source = Source()
+    reply = handle(copy.deepcopy(stateless), lambda request: source, WeatherTools())
+    next(iter(reply.body))
+    reply.body.close()
+    assert source.closed, "the client gone, the upstream body itself is closed (not only an iterator taken from it)"
+
     gate, released = threading.Event(), threading.Event()
 
     class Gated(UpstreamBody):

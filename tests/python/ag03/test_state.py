@@ -3,6 +3,7 @@ amounts to nothing but a failure."""
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -167,6 +168,15 @@ def test_terminal_calls_match_stream():
     for name in ("completed_mismatch", "completed_missing_call"):
         got = failure(name)
         assert got.code == "mismatch", f"{name}: the completed response must list exactly the streamed calls, got {got.code!r}"
+    # the completed output's call must repeat the streamed call's id, name and arguments, each of them
+    for field, other in (("name", "get_time"), ("call_id", "call_other"), ("arguments", '{"city": "Lyon"}')):
+        events = copy.deepcopy(STREAMS["tool_call"]["events"])
+        calls = [i for i in events[-1]["response"]["output"] if i.get("type") == "function_call"]
+        calls[0][field] = other
+        with pytest.raises(FailClosed) as caught:
+            fed(events).finish()
+        assert caught.value.code == "mismatch", \
+            f"a completed output whose call has another {field} ({other!r}) than the stream's: got {caught.value.code!r}"
     slim = [dict(e) for e in STREAMS["tool_call"]["events"]]
     slim[-1] = {**slim[-1], "response": {k: v for k, v in slim[-1]["response"].items() if k != "output"}}
     turn = fed(slim).finish()
