@@ -6,8 +6,8 @@ once in several workers, so each test asks that fake model for one of its own (P
 own port, script, recorded requests and ids) and gives it back afterwards (POST /_fake/release).
 
 Replies are the JSON form the fake model reads (POST /_fake/script); the builders below write the
-replies this catalog scripts. The control surface is documented in the course's fake model
-(course/fake_model/_control.py, the JSON form in course/fake_model/_replies.py).
+replies this catalog scripts. The control surface and the JSON form are the fake model's public face
+(CONTRIBUTING.md, "The fake model").
 """
 
 from __future__ import annotations
