@@ -62,8 +62,6 @@ Behind the face, one job per private module, along one line (wire -> app -> API 
 
 from __future__ import annotations
 
-from typing import Any
-
 from course.fake_model._chat import CREATED, PATH as CHAT_PATH
 from course.fake_model._control import PREFIX as CONTROL_PREFIX
 from course.fake_model._responses import PATH as RESPONSES_PATH
@@ -99,7 +97,7 @@ from course.fake_model._state import MODEL_NAME, RecordedRequest
 from course.fake_model._wire import MAX_BODY
 
 
-def contract_problems(schema: str, instance: Any) -> list[str]:
+def contract_problems(schema: str, instance: object) -> list[str]:
     """Every way ``instance`` (parsed JSON) breaks the contract's schema named ``schema`` (such as
     ``"CreateChatCompletionStreamResponse"``), one readable line each; ``[]`` when it conforms. For
     tests of what the fake model (or anything else) sends; it imports jsonschema and the contract."""
