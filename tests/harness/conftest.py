@@ -17,11 +17,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 # The harness's tests are laid out by the wings of the command line: learner/, instructor/, core/
-# (runner, protocol, architecture, results, the workers) and fake_model/; chapters/ holds what the
+# (runner, protocol, architecture, results, the workers) and fake_model/ (its public face; the white-box
+# tests of its private modules in fake_model_internals/); chapters/ holds what the
 # course's own chapters promise across tracks and clients (both references agree on the shared
 # fixtures; the proxy under the official SDK). Some share helpers across wings
 # (`from test_learner_loop import CATALOG`): each wing's folder is importable by name.
-WINGS = ("learner", "instructor", "core", "fake_model", "chapters")
+WINGS = ("learner", "instructor", "core", "fake_model", "fake_model_internals", "chapters")
 sys.path[:0] = [str(Path(__file__).resolve().parent / wing) for wing in WINGS]
 
 

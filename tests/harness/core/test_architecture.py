@@ -6,7 +6,10 @@ types for the reader. Importing `a.b.c` imports the packages `a.b` and `a` too, 
 well. ARCHITECTURE.md draws the same floors. Besides the floors: the core never imports a language
 package, nor does one language another; nothing under course.languages imports a command; no two
 modules import each other, directly or around a circle; a language is named only in its own package
-and in the registry; and `course --help` loads none of pytest, jinja2 and yaml.
+and in the registry; `course --help` loads none of pytest, jinja2 and yaml; and nothing outside the
+fake model's package imports one of its private modules (`course.fake_model._wire`, ...): not the rest
+of course/, not the tests, not the tooling (its white-box tests in tests/harness/fake_model_internals/
+aside), only its public face, `course.fake_model`.
 
     python tests/harness/core/test_architecture.py [ROOT]    prints the floors and every arrow that
                                                             breaks a rule, for any checkout
@@ -44,6 +47,10 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("front door", ("course.cli", "course.__main__")),
 )
 COMMANDS = ("course.commands", "course.cli", "course.__main__")
+# Packages with a public face: their modules whose names start with "_" are theirs alone.
+FACED = ("course.fake_model",)
+# Outside course/, the one folder that may import them: the fake model's white-box tests.
+WHITE_BOX = ("tests/harness/fake_model_internals",)
 # What `course --help` must not load: the heavy libraries only some commands need.
 HEAVY = ("pytest", "jinja2", "yaml")
 
@@ -162,7 +169,45 @@ def problems(graph: Mapping[str, list[Arrow]], languages: Iterable[str],
                 found.append(f"{where}: one language imports another")
             if name.startswith("course.languages") and arrow.target.startswith(COMMANDS):
                 found.append(f"{where}: a language imports a command")
+            private = private_of(arrow.target)
+            if private and not (name == private or name.startswith(private + ".")):
+                found.append(f"{where}: a private module of {private}, from outside it (import its public face, {private})")
     found += [f"a circle of imports: {' -> '.join(circle)}" for circle in circles(graph)]
+    return found
+
+
+def private_of(module: str) -> str:
+    """The faced package whose private module `module` is (a name under it starting with "_"), or ''."""
+    for package in FACED:
+        if module.startswith(package + ".") and any(part.startswith("_") for part in module[len(package) + 1:].split(".")):
+            return package
+    return ""
+
+
+def private_imports(root: Path) -> list[str]:
+    """Every import of a faced package's private module by a Python file outside course/ (the tests,
+    the tooling, the chapters' catalogs), the white-box folders aside, as one line each."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        where = path.relative_to(root).as_posix()
+        if where.startswith(("course/", ".git/", *(f"{folder}/" for folder in WHITE_BOX))) or "/_content/" in where:
+            continue
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"), where)
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for name in names:
+                private = private_of(name)
+                if private:
+                    found.append(f"{where}:{node.lineno} imports {name}: a private module of {private} (import its public face, {private})")
+                    break
     return found
 
 
@@ -209,6 +254,11 @@ def circles(graph: Mapping[str, list[Arrow]]) -> list[list[str]]:
 
 def test_every_module_has_a_floor_and_no_import_breaks_a_rule() -> None:
     assert problems(arrows(REPO), language_packages(REPO)) == []
+
+
+def test_nothing_outside_the_fake_model_imports_its_private_modules() -> None:
+    """course/ is held by the graph above; the tests, the tooling and the catalogs are read here."""
+    assert private_imports(REPO) == []
 
 
 def test_a_language_is_named_only_in_its_own_package_and_the_registry() -> None:
@@ -260,6 +310,8 @@ def graph_of(*pairs: str) -> dict[str, list[Arrow]]:
       "course.languages.python.worker > course.languages.python.launch"],
      "a circle of imports: course.languages.python.launch -> course.languages.python.worker"),
     (["course.chapters > course.nowhere"], "course.nowhere has no floor"),
+    (["course.services > course.fake_model._server"],
+     "course.services:1 imports course.fake_model._server: a private module of course.fake_model, from outside it"),
 ])
 def test_each_rule_fails_on_a_deliberate_bad_import(pairs: list[str], expected: str) -> None:
     found = problems(graph_of(*pairs), ["go", "python"])
@@ -280,6 +332,27 @@ def test_a_lazy_bad_import_in_a_real_module_is_found(tmp_path: Path) -> None:
     ], found
 
 
+def test_a_private_import_outside_the_fake_model_is_found(tmp_path: Path) -> None:
+    """The rule on files: a test, a tool and a catalog that import a private module are named; the
+    same import inside the package, in its white-box tests, or of the public face is not."""
+    files = {
+        "tests/harness/learner/test_bad.py": "from course.fake_model import _wire\n",
+        "tooling/bench/bad.py": "import json\n\ndef f():\n    from course.fake_model._replies import text\n",
+        "tests/python/ag09/test_bad.py": "import course.fake_model._state as state\n",
+        "tests/harness/fake_model_internals/test_ok.py": "from course.fake_model import _contract\n",
+        "tests/harness/fake_model/test_ok.py": "from course.fake_model import FakeModel, text\n",
+        "course/fake_model/_app.py": "from course.fake_model import _chat\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    assert [line.split(": a private")[0] for line in private_imports(tmp_path)] == [
+        "tests/harness/learner/test_bad.py:1 imports course.fake_model._wire",
+        "tests/python/ag09/test_bad.py:1 imports course.fake_model._state",
+        "tooling/bench/bad.py:4 imports course.fake_model._replies",
+    ]
+
+
 if __name__ == "__main__":
     root = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else REPO
     graph = arrows(root)
@@ -288,7 +361,7 @@ if __name__ == "__main__":
     unplaced = sorted(m for m in graph if floor_of(m) is None)
     if unplaced:
         print(f"? no floor: {', '.join(unplaced)}")
-    found = problems(graph, language_packages(root))
+    found = problems(graph, language_packages(root)) + private_imports(root)
     up = [line for line in found if ": up from " in line]
     print(f"\n{len(up)} arrows run up a floor; {len(found)} problems in all")
     for line in found:

@@ -16,7 +16,6 @@ import time
 import pytest
 
 from course import fake_model
-from course.fake_model import wire
 
 CHAT = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
 STREAM = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": true}'
@@ -154,7 +153,7 @@ def _404_invalid_url(raw: bytes) -> None:
     assert status == 404 and error_json(rest)["message"] == "Invalid URL (POST /v1/completions)"
 
 
-BIG = wire.MAX_BODY + 1
+BIG = fake_model.MAX_BODY + 1
 RAW_CHECKS = {
     "get models": (get("/v1/models"), _ok_json),
     "date header": (get("/v1/models"), _date),

@@ -16,7 +16,6 @@ import pytest
 
 from conftest import reference_package
 from course import fake_model
-from course.fake_model import contract
 
 openai = pytest.importorskip("openai")
 
@@ -99,7 +98,7 @@ def test_sdk_and_adapter_agree_on_every_authored_sequence(fm, sdk, adapter, name
     want = sequence(name)["expect"]["message"]
     assert ours_final["calls"] == [(c["id"], c["name"], c["arguments"]) for c in want["tool_calls"]], name
     for request in fm.requests:
-        assert contract.problems("CreateResponseRequest", request.body) == [], f"{name}: a request broke the contract"
+        assert fake_model.contract_problems("CreateResponseRequest", request.body) == [], f"{name}: a request broke the contract"
 
 
 @pytest.mark.parametrize("turn", ["text", "call", "text_and_calls"])
@@ -117,7 +116,7 @@ def test_scripted_turns_stream_the_real_events(fm, sdk, adapter, turn):
     with sdk.responses.create(model="m", input=INPUT, tools=SDK_TOOLS, stream=True) as stream:
         events = [e.model_dump(exclude_none=False) for e in stream]
     for event in events:
-        problems = contract.problems("ResponseStreamEvent", json.loads(json.dumps(event)))
+        problems = fake_model.contract_problems("ResponseStreamEvent", json.loads(json.dumps(event)))
         assert problems == [], f"{turn}: {event['type']} breaks the contract: {problems}"
     assert [e["sequence_number"] for e in events] == list(range(len(events))), f"{turn}: sequence numbers count from 0"
     assert events[0]["type"] == "response.created" and events[-1]["type"] == "response.completed", turn
@@ -146,7 +145,7 @@ def test_non_streaming_and_the_input_rules(fm, sdk):
     fm.script(fake_model.text("Hello", " there."))
     whole = sdk.responses.create(model="m", input="hi")
     assert whole.status == "completed" and whole.output_text == "Hello there.", whole
-    assert contract.problems("Response", whole.model_dump()) == [], "the whole response matches the contract"
+    assert fake_model.contract_problems("Response", whole.model_dump()) == [], "the whole response matches the contract"
 
     def rejected(**body) -> openai.APIStatusError:
         with pytest.raises(openai.APIStatusError) as info:

@@ -15,7 +15,6 @@ import pytest
 
 from conftest import reference_package
 from course import fake_model
-from course.fake_model import replies
 
 openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")
@@ -55,8 +54,8 @@ SCRIPTED = {
     "one call in halves": fake_model.tool_call("get_weather", '{"city":', '"Paris"}', call_id="call_a"),
     "call without arguments": fake_model.tool_call("now", call_id="call_b"),
     "text then a call": fake_model.tool_call("now", '{"tz":"UTC"}', call_id="call_c", text=["Checking", " now."]),
-    "two calls": replies.Turn(calls=(replies.ScriptedCall("call_d", "get_weather", ('{"city":"Lyon"}',)),
-                                     replies.ScriptedCall("call_e", "now", ()))),
+    "two calls": fake_model.Turn(calls=(fake_model.ScriptedCall("call_d", "get_weather", ('{"city":"Lyon"}',)),
+                                     fake_model.ScriptedCall("call_e", "now", ()))),
     "length": fake_model.text("cut", finish_reason="length"),
 }
 

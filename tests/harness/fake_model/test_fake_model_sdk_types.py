@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from course import fake_model
-from course.fake_model import contract
 
 pytest.importorskip("openai")
 
@@ -62,7 +61,7 @@ def events_of(raw: bytes) -> list[dict]:
 
 
 def problems_of_event(event: dict) -> list[str]:
-    return sdk_shapes.check_event(event) + [f"contract: {p}" for p in contract.problems("ResponseStreamEvent", event)]
+    return sdk_shapes.check_event(event) + [f"contract: {p}" for p in fake_model.contract_problems("ResponseStreamEvent", event)]
 
 
 @pytest.mark.parametrize("name", [*TURNS, *STREAM_ONLY])
@@ -92,7 +91,7 @@ def test_every_whole_response_reads_strictly_as_the_sdk_type(fm, name):
     response = json.loads(raw)
     assert status == 200, raw[:300]
     assert sdk_shapes.check_response(response) == [], f"{name}: {sdk_shapes.check_response(response)}"
-    assert contract.problems("Response", response) == [], f"{name}: {contract.problems('Response', response)}"
+    assert fake_model.contract_problems("Response", response) == [], f"{name}: {fake_model.contract_problems('Response', response)}"
 
 
 def test_refusals_and_reasoning_items_come_out_as_the_api_sends_them(fm):

@@ -22,12 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from course import fake_model
-
 _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.append(_HERE)  # appended, so it never shadows the code under test
 
+from ag01_fake import FakeModel  # noqa: E402
 from ag01_http import RawServer  # noqa: E402
 
 
@@ -89,9 +88,14 @@ def no_unclosed_client_sockets(port: int) -> Iterator[None]:
 
 @pytest.fixture
 def fake():
-    """A fresh course fake model on 127.0.0.1 (ephemeral port), stopped after the test."""
-    with fake_model.FakeModel() as fm, no_unclosed_client_sockets(fm.port):
-        yield fm
+    """A course fake model of this test's own, made by the run's (COURSE_FAKE_MODEL_URL) and given back
+    after the test (see ag01_fake.py)."""
+    fm = FakeModel.fresh()
+    try:
+        with no_unclosed_client_sockets(fm.port):
+            yield fm
+    finally:
+        fm.release()
 
 
 def raw_server() -> Iterator[RawServer]:

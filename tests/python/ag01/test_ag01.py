@@ -24,7 +24,7 @@ import pytest
 
 from agent import types
 from agent.provider import errors, openai, retry, sse
-from course import fake_model
+import ag01_fake as fake_model
 from ag01_http import Answer, PiecesReader, chunk, json_answer, sse_answer, sse_head
 
 FIXTURES = Path(os.environ["COURSE_FIXTURES"])

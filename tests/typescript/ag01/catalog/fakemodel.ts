@@ -1,5 +1,5 @@
 // The course fake model that `course check` starts (COURSE_FAKE_MODEL_URL), scripted over HTTP:
-// POST /_fake/script queues replies (the JSON form of course/fake_model/replies.py), GET
+// POST /_fake/script queues replies (their JSON form: CONTRIBUTING.md, "The fake model"), GET
 // /_fake/state shows the requests it received.
 
 /** One request the fake model received; header names are lower case. */

@@ -72,7 +72,7 @@ func (f *fakeModel) control(method, what string, body, into any) {
 	}
 }
 
-// script queues replies in the JSON form of course/fake_model/replies.py.
+// script queues replies in their JSON form (CONTRIBUTING.md, "The fake model": its control surface).
 func (f *fakeModel) script(replies ...map[string]any) {
 	f.t.Helper()
 	f.control("POST", "script", map[string]any{"replies": replies}, nil)

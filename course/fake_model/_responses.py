@@ -8,12 +8,12 @@ nothing). A rejected request does not consume a scripted reply.
 
 Then the next scripted reply is played; with none scripted the fake plays "faketool" as the chat API
 does: a text quoting the last function_call_output, else a call of ``tool_name`` (or of the first tool
-offered, with ``{}``), else a short text. A :class:`~course.fake_model.replies.Turn` becomes the real
+offered, with ``{}``), else a short text. A :class:`~course.fake_model._replies.Turn` becomes the real
 stream's events (``response.created`` ... ``response.completed``; ``finish_reason`` ``"length"`` or
 ``"content_filter"`` ends with ``response.incomplete``; ending ``"eof"`` drops the terminal event, ``"error"`` sends an ``error`` event,
 nested as live traffic nests it unless ``flat_error``; ``refusal`` parts become a refusal part, ``reasoning`` parts a reasoning
 item's summary; usage carries its details objects; ``function_call_arguments.done`` carries no ``name``, as live traffic);
-an :class:`~course.fake_model.replies.EventsReply` plays authored events as they are.
+an :class:`~course.fake_model._replies.EventsReply` plays authored events as they are.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from course.fake_model import contract, playback
-from course.fake_model.chat import CREATED
-from course.fake_model.errors import APIError, error_object
-from course.fake_model.replies import EventsReply, Reply, ScriptedCall, Turn
-from course.fake_model.state import MODEL_NAME, State
-from course.fake_model.wire import Request, Responder
+from course.fake_model import _contract as contract, _playback as playback
+from course.fake_model._chat import CREATED
+from course.fake_model._errors import APIError, error_object
+from course.fake_model._replies import EventsReply, Reply, ScriptedCall, Turn
+from course.fake_model._state import MODEL_NAME, State
+from course.fake_model._wire import Request, Responder
 
 PATH = "/v1/responses"
 _TERMINAL = ("response.completed", "response.incomplete", "response.failed")

@@ -17,11 +17,11 @@ import json
 import time
 from typing import Any
 
-from course.fake_model import contract, conversation, playback
-from course.fake_model.errors import APIError, error_object
-from course.fake_model.replies import Reply, ScriptedCall, SlowStream, Turn
-from course.fake_model.state import MODEL_NAME, State
-from course.fake_model.wire import Request, Responder
+from course.fake_model import _contract as contract, _conversation as conversation, _playback as playback
+from course.fake_model._errors import APIError, error_object
+from course.fake_model._replies import Reply, ScriptedCall, SlowStream, Turn
+from course.fake_model._state import MODEL_NAME, State
+from course.fake_model._wire import Request, Responder
 
 PATH = "/v1/chat/completions"
 CREATED = 1_700_000_000  # a fixed "created" timestamp: answers are byte-for-byte reproducible

@@ -8,7 +8,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from course.fake_model.replies import Reply
+from course.fake_model._replies import Reply
 
 MODEL_NAME = "course-fake-model"
 

@@ -1,4 +1,9 @@
-"""The fake model's verdicts on request bodies, kept between runs: they may save time, never change an answer."""
+"""The fake model's verdicts on request bodies, kept between runs: they may save time, never change an answer.
+
+White-box tests of the fake model's private modules (its contract's memo, the fast check beside the full
+schema): this folder is the one place outside course/fake_model/ that may import them (the architecture
+test holds the house to that); every other test of the fake model uses its public face.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from course import cache
-from course.fake_model import contract
-from course.fake_model.errors import APIError
+from course.fake_model import _contract as contract
+from course.fake_model._errors import APIError
 from test_fake_model_api import BAD_REQUESTS, GOOD_REQUESTS
 
 REPO = Path(__file__).resolve().parents[3]
@@ -95,8 +100,8 @@ def test_a_warm_process_never_imports_jsonschema_or_yaml(kept, tmp_path):  # noq
     without importing jsonschema or yaml."""
     program = (
         "import json, sys\n"
-        "from course.fake_model import contract\n"
-        "from course.fake_model.errors import APIError\n"
+        "from course.fake_model import _contract as contract\n"
+        "from course.fake_model._errors import APIError\n"
         "out = []\n"
         "for raw in json.load(sys.stdin):\n"
         "    try:\n"
@@ -145,11 +150,11 @@ def test_changed_code_or_jsonschema_starts_afresh(kept, tmp_path, monkeypatch): 
     first = contract._judge()
     code = tmp_path / "code"
     code.mkdir()
-    for name in ("contract.py", "errors.py"):
+    for name in ("_contract.py", "_errors.py"):
         shutil.copy(Path(contract.__file__).with_name(name), code / name)
-    (code / "contract.py").write_text((code / "contract.py").read_text() + "\n# reworded\n")
+    (code / "_contract.py").write_text((code / "_contract.py").read_text() + "\n# reworded\n")
     original = contract.__file__
-    monkeypatch.setattr(contract, "__file__", str(code / "contract.py"))
+    monkeypatch.setattr(contract, "__file__", str(code / "_contract.py"))
     _forget()
     assert contract._judge() != first and answer(CHAT, raw) == expected
     assert len(list(kept.iterdir())) == 2
@@ -242,3 +247,25 @@ def test_a_memo_stays_within_its_bounds(tmp_path):  # noqa: ANN001
     for name in ("a", "b", "c"):
         cache.Memo(tmp_path / f"{name}.jsonl", limit=5, files=3).put("x", 1)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "b.jsonl", "c.jsonl"]  # memo.jsonl, the oldest, went
+
+
+def test_fast_check_agrees_with_the_full_schema():
+    """Valid requests are checked by discriminator alone (one branch per message): it must say exactly what
+    the full schema says, on every request of these tables and on damaged copies of them."""
+    fast, full = contract._fast_validator("CreateChatCompletionRequest"), contract.validator("CreateChatCompletionRequest")
+    bodies = [b for b, *_ in BAD_REQUESTS.values()] + list(GOOD_REQUESTS.values())
+    rng = random.Random(8)
+    junk = [None, 0, 1.5, "", "x", [], {}, {"role": "user"}, {"role": "nobody", "content": "x"}, True]
+    for body in list(bodies):
+        for _ in range(30):
+            copy = json.loads(json.dumps(body))
+            node = copy
+            while isinstance(node, (dict, list)) and node and rng.random() < 0.7:
+                key = rng.choice(list(node) if isinstance(node, dict) else range(len(node)))
+                if not isinstance(node[key], (dict, list)) or rng.random() < 0.3:
+                    node[key] = rng.choice(junk)
+                    break
+                node = node[key]
+            bodies.append(copy)
+    for body in bodies:
+        assert fast.is_valid(body) == full.is_valid(body), body

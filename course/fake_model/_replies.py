@@ -3,7 +3,7 @@
 A reply is a frozen dataclass with a JSON form (:meth:`Reply.to_json`, :func:`from_json`), so a catalog
 in any language can script the fake model over HTTP (``POST /_fake/script``) or with a file
 (``course fake-model --script FILE``) as well as Python tests by import. Replies never touch the server:
-an API module (``chat.py``) turns them into bytes and ``playback.py`` sends those bytes.
+an API module (``_chat.py``) turns them into bytes and ``_playback.py`` sends those bytes.
 
 JSON form: an object with ``"kind"`` (``turn``, ``http_error``, ``raw``, ``slow``, ``events``) and the fields of the
 matching class below, plus the :class:`Delivery` fields at the top level; lists stand for tuples, and a
@@ -19,7 +19,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Sequence
 
-from course.fake_model.errors import error_object
+from course.fake_model._errors import error_object
 
 Ending = Literal["done", "eof", "reset", "error", "cut_mid_chunk", "truncate"]
 ENDINGS: tuple[str, ...] = ("done", "eof", "reset", "error", "cut_mid_chunk", "truncate")

@@ -25,7 +25,7 @@ from typing import Callable
 
 import h11
 
-from course.fake_model.errors import error_body
+from course.fake_model._errors import error_body
 
 MAX_HEAD = 64 * 1024  # request line and headers together
 MAX_BODY = 16 * 1024 * 1024

@@ -1,5 +1,5 @@
-"""Playback: sends an answer's bytes through a :class:`~course.fake_model.wire.Responder` the way a
-scripted :class:`~course.fake_model.replies.Delivery` and ending say, for any API.
+"""Playback: sends an answer's bytes through a :class:`~course.fake_model._wire.Responder` the way a
+scripted :class:`~course.fake_model._replies.Delivery` and ending say, for any API.
 
 An API module decides *what* to send (the events of a stream, or one body); this module decides *how*
 the bytes travel: stalls, a slow head, small writes, and the faults that end an answer early.
@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Iterator
 
-from course.fake_model.replies import Delivery, HTTPErrorReply, RawReply, Reply
-from course.fake_model.wire import Responder
+from course.fake_model._replies import Delivery, HTTPErrorReply, RawReply, Reply
+from course.fake_model._wire import Responder
 
 SSE_HEADERS = (("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache"))
 

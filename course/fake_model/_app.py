@@ -2,7 +2,7 @@
 
 Every API module exposes ``ROUTES``, a mapping ``(method, path) -> handler(request, responder, state)``;
 the application records each API request, finds its handler, and turns an
-:class:`~course.fake_model.errors.APIError` (or an unexpected exception) into an error answer.
+:class:`~course.fake_model._errors.APIError` (or an unexpected exception) into an error answer.
 Unknown paths get the real API's 404 ``Invalid URL (METHOD /path)``; a known path asked with another
 method a 405; HEAD is answered wherever GET is, without a body.
 """
@@ -12,24 +12,27 @@ from __future__ import annotations
 import json
 import traceback
 from types import ModuleType
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
-from course.fake_model import chat, control, models, responses
-from course.fake_model.errors import APIError, error_body
-from course.fake_model.state import RecordedRequest, State
-from course.fake_model.wire import Request, Responder
+from course.fake_model import _chat as chat, _control as control, _models as models, _responses as responses
+from course.fake_model._errors import APIError, error_body
+from course.fake_model._state import RecordedRequest, State
+from course.fake_model._wire import Request, Responder
 
 #: The API modules served. A new API is one more module with ROUTES, added here.
 API_MODULES: tuple[ModuleType, ...] = (chat, responses, models)
 
 
 class App:
-    def __init__(self, state: State, *, apis: Iterable[ModuleType] = API_MODULES, log: Callable[[str], None] | None = None) -> None:
+    def __init__(self, state: State, *, apis: Iterable[ModuleType] = API_MODULES, log: Callable[[str], None] | None = None,
+                 routes: Mapping[tuple[str, str], Callable] | None = None) -> None:
+        """``routes``: more control routes, ``(method, path) -> handler`` (the server's own, such as
+        ``/_fake/fresh``); their paths start with ``control.PREFIX`` and are never recorded."""
         self.state = state
         self._log = log
         self._routes: dict[str, dict[str, Callable]] = {}
-        for module in (*apis, control):
-            for (method, path), handler in module.ROUTES.items():
+        for table in (*(module.ROUTES for module in (*apis, control)), routes or {}):
+            for (method, path), handler in table.items():
                 self._routes.setdefault(path, {})[method] = handler
 
     def __call__(self, request: Request, responder: Responder) -> None:

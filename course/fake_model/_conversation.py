@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from course.fake_model.contract import conversation_rule
-from course.fake_model.errors import APIError
+from course.fake_model._contract import conversation_rule
+from course.fake_model._errors import APIError
 
 
 def check(messages: list[dict[str, Any]]) -> None:

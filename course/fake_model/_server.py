@@ -9,10 +9,11 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from course.fake_model.app import App
-from course.fake_model.replies import Reply, script_from_json
-from course.fake_model.state import RecordedRequest, State
-from course.fake_model.wire import Server
+from course.fake_model._app import App
+from course.fake_model._control import family_routes
+from course.fake_model._replies import Reply, script_from_json
+from course.fake_model._state import RecordedRequest, State
+from course.fake_model._wire import Server
 
 
 class FakeModel:
@@ -31,7 +32,11 @@ class FakeModel:
         _check_loopback(host)
         self.host = "127.0.0.1" if host == "localhost" else host
         self.state = State(tool_name=tool_name, tool_arguments=tool_arguments)
-        self._server = Server(self.host, port, App(self.state, log=log), on_client_gone=self.state.client_gone.set)
+        self._log = log
+        self._fresh: dict[int, FakeModel] = {}  # the fake models started through /_fake/fresh, by port
+        self._fresh_lock = threading.Lock()
+        routes = family_routes(self._start_fresh, self._release_fresh, self._url_of)
+        self._server = Server(self.host, port, App(self.state, log=log, routes=routes), on_client_gone=self.state.client_gone.set)
         self.port: int = self._server.port
         self._started = False
 
@@ -39,8 +44,7 @@ class FakeModel:
 
     @property
     def base_url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/v1"
+        return self._url_of(self.port)
 
     def start(self) -> FakeModel:
         """Start serving (idempotent). Returns self."""
@@ -50,8 +54,36 @@ class FakeModel:
         return self
 
     def stop(self, timeout: float = 2.0) -> None:
-        """Stop accepting, shut down open connections and join every thread (each wait bounded)."""
+        """Stop accepting, shut down open connections and join every thread (each wait bounded); the
+        fake models started through ``/_fake/fresh`` stop too."""
         self._server.stop(timeout)
+        with self._fresh_lock:
+            fresh, self._fresh = list(self._fresh.values()), {}
+        for model in fresh:
+            model.stop(timeout)
+
+    # ---- fake models of its own (/_fake/fresh, /_fake/release) -------------------------------------------
+
+    def _start_fresh(self) -> int:
+        model = FakeModel(self.host, tool_name=self.tool_name, tool_arguments=self.tool_arguments, log=self._log).start()
+        with self._fresh_lock:
+            if not self.stopping:
+                self._fresh[model.port] = model
+                return model.port
+        model.stop()
+        raise RuntimeError("the fake model is stopping")
+
+    def _release_fresh(self, port: int) -> bool:
+        with self._fresh_lock:
+            model = self._fresh.pop(port, None)
+        if model is None:
+            return False
+        model.stop()
+        return True
+
+    def _url_of(self, port: int) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{port}/v1"
 
     def __enter__(self) -> FakeModel:
         return self.start()

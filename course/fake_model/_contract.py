@@ -1,6 +1,6 @@
 """The contract: ``fixtures/contracts/openai-subset.v1.yaml`` loaded once, requests validated against it.
 
-A request that breaks the schema becomes an :class:`~course.fake_model.errors.APIError` worded the way
+A request that breaks the schema becomes an :class:`~course.fake_model._errors.APIError` worded the way
 the real API words it (``Missing required parameter: 'messages'.``, ``Invalid type for ...``,
 ``Unrecognized request argument supplied: ...``), with the real ``param`` and ``code``. The file also
 holds the answer schemas, which the harness's tests use to check the fake model's own output, and the
@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
-from course.fake_model.errors import APIError
+from course.fake_model._errors import APIError
 
 if TYPE_CHECKING:  # imported where a validation runs: a check whose verdicts are all kept never needs them
     from jsonschema import Draft202012Validator
@@ -136,13 +136,13 @@ def _verdicts() -> Any:
 
 def _judge() -> str:
     """A digest of what decides a verdict: the contract's bytes, the code that words the errors (this
-    module and errors.py) and the installed jsonschema (its file's place, size and time: an upgrade
+    module and _errors.py) and the installed jsonschema (its file's place, size and time: an upgrade
     rewrites it), found without importing it."""
     import importlib.util
     import os
 
     digest = hashlib.sha256(source())
-    for path in (__file__, os.path.join(os.path.dirname(__file__), "errors.py")):
+    for path in (__file__, os.path.join(os.path.dirname(__file__), "_errors.py")):
         with open(path, "rb") as code:
             digest.update(code.read())
     spec = importlib.util.find_spec("jsonschema")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from course.fake_model.state import MODEL_NAME, State
-from course.fake_model.wire import Request, Responder
+from course.fake_model._state import MODEL_NAME, State
+from course.fake_model._wire import Request, Responder
 
 CREATED = 1_700_000_000
 PATH = "/v1/models"

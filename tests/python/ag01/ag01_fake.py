@@ -1,0 +1,179 @@
+"""The course fake model as the ag01 catalog reaches it: by its URL, scripted over HTTP.
+
+`course check` starts one fake model for the run and names it in COURSE_FAKE_MODEL_URL, as it does for
+the Go and TypeScript catalogs; nothing here imports the harness. Tests of this catalog may run at
+once in several workers, so each test asks that fake model for one of its own (POST /_fake/fresh: its
+own port, script, recorded requests and ids) and gives it back afterwards (POST /_fake/release).
+
+Replies are the JSON form the fake model reads (POST /_fake/script); the builders below write the
+replies this catalog scripts. The control surface and the JSON form are the fake model's public face
+(CONTRIBUTING.md, "The fake model").
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+URL_VAR = "COURSE_FAKE_MODEL_URL"
+CHAT_PATH = "/v1/chat/completions"
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One request the fake model received; header names are lower case (a header sent twice shows its
+    last value in `headers`, every value in `header_values`)."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    header_values: dict[str, list[str]] = field(default_factory=dict)
+
+
+class _ClientGone:
+    """Whether a client left a stream before it was complete: `is_set()` now, `wait(timeout)` until it
+    happens (the fake model waits on the event; nothing here sleeps)."""
+
+    def __init__(self, fake: FakeModel) -> None:
+        self._fake = fake
+
+    def is_set(self) -> bool:
+        return bool(self._fake.state()["client_gone"])
+
+    def wait(self, timeout: float) -> bool:
+        return bool(self._fake.control("POST", "wait", {"for": "client_gone", "timeout": timeout})["client_gone"])
+
+
+class FakeModel:
+    """A fake model of this test's own, made by the run's fake model (see the module's text)."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url.rstrip("/")
+        parts = urlsplit(self.base_url)
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+        self.client_gone = _ClientGone(self)
+
+    @classmethod
+    def fresh(cls) -> FakeModel:
+        made = control(run_url(), "POST", "fresh")
+        return cls(made["base_url"])
+
+    def release(self) -> None:
+        control(run_url(), "POST", "release", {"port": self.port})
+
+    def control(self, method: str, what: str, body: Any = None) -> Any:
+        return control(self.base_url, method, what, body)
+
+    def script(self, *replies: dict[str, Any]) -> None:
+        """Queue replies; each API request the fake model accepts takes the next one, in order."""
+        self.control("POST", "script", {"replies": list(replies)})
+
+    def clear(self) -> None:
+        """Forget the queued replies, the recorded requests and client_gone (issued call ids are kept)."""
+        self.control("POST", "reset")
+
+    def state(self) -> dict[str, Any]:
+        return self.control("GET", "state")
+
+    @property
+    def requests(self) -> list[Recorded]:
+        """The API requests received so far, in arrival order."""
+        return [Recorded(r["method"], r["path"], r["headers"], r["body"], r.get("header_values", {}))
+                for r in self.state()["requests"]]
+
+    @property
+    def issued_call_ids(self) -> set[str]:
+        """Every tool-call id this fake model has sent."""
+        return set(self.state()["issued_call_ids"])
+
+
+def run_url() -> str:
+    url = os.environ.get(URL_VAR, "")
+    if not url:
+        raise RuntimeError(f"{URL_VAR} is not set: run the catalog with `course check`, or start `course fake-model` "
+                           "and set it to the URL it prints")
+    return url
+
+
+def control(base_url: str, method: str, what: str, body: Any = None) -> Any:
+    """One request to a fake model's control surface (/_fake/WHAT beside /v1); its JSON answer."""
+    parts = urlsplit(base_url)
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=30)
+    try:
+        payload = None if body is None else json.dumps(body).encode("utf-8")
+        conn.request(method, f"/_fake/{what}", body=payload, headers={"Content-Type": "application/json"})
+        answer = conn.getresponse()
+        raw = answer.read()
+    finally:
+        conn.close()
+    if answer.status != 200:
+        raise RuntimeError(f"the fake model's /_fake/{what}: HTTP {answer.status}: {raw.decode('utf-8', 'replace')}")
+    return json.loads(raw) if raw else None
+
+
+# ---- replies, in the JSON form the fake model reads ---------------------------------------------------
+
+# What the real API says for a status when the test names no message (the fake model's own defaults).
+_MESSAGES = {
+    400: "The fake model was scripted to reject this request.",
+    429: "Rate limit reached for requests. Please try again later.",
+    500: "The server had an error while processing your request. Sorry about that!",
+    503: "The engine is currently overloaded, please try again later.",
+}
+_SERVER_ERROR = "The server had an error while processing your request."
+
+
+def text(*chunks: str, usage: tuple[int, int] | None = None) -> dict[str, Any]:
+    """A text answer streamed as these chunks (role chunk first, then finish, usage, end marker)."""
+    return {"kind": "turn", "text": list(chunks), "finish_reason": "stop", "usage": None if usage is None else list(usage)}
+
+
+def http_error(status: int, type: str = "", message: str = "", *, code: str | None = None,
+               retry_after: float | int | str | None = None) -> dict[str, Any]:
+    """An HTTP error with the real API's error body, and Retry-After when given (a number is sent as
+    its shortest text: 3, 0.2)."""
+    if not type:
+        type = "rate_limit_exceeded" if status == 429 else ("server_error" if status >= 500 else "invalid_request_error")
+    if retry_after is not None and not isinstance(retry_after, str):
+        retry_after = str(int(retry_after)) if float(retry_after).is_integer() else repr(float(retry_after))
+    return {"kind": "http_error", "status": status, "type": type, "message": message or _MESSAGES.get(status, f"The fake model answered HTTP {status}."),
+            "code": code, "retry_after": retry_after}
+
+
+def raw(body: str, *, status: int = 200, content_type: str = "text/event-stream; charset=utf-8") -> dict[str, Any]:
+    """Exactly these body bytes (UTF-8), correctly framed."""
+    return {"kind": "raw", "body": body, "status": status, "content_type": content_type}
+
+
+def _cut(chunks: tuple[str, ...], ending: str, *, last: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"kind": "turn", "text": [*chunks, *last], "cut_after": 1 + len(chunks), "ending": ending}
+
+
+def reset_after(*chunks: str) -> dict[str, Any]:
+    """The role chunk and one text event per chunk, then a TCP reset."""
+    return _cut(chunks, "reset")
+
+
+def cut_mid_chunk(*chunks: str) -> dict[str, Any]:
+    """The role chunk and one text event per chunk, then the connection closed in the middle of an HTTP chunk."""
+    return _cut(chunks, "cut_mid_chunk", last=("never whole",))
+
+
+def truncated(*chunks: str) -> dict[str, Any]:
+    """The role chunk and one text event per chunk, then half an event and a clean end of the body."""
+    return _cut(chunks, "truncate", last=("never whole",))
+
+
+def error_event(type: str = "server_error", message: str = _SERVER_ERROR, *, after: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
+    """The role chunk and one text event per piece of `after`, then an in-band error: data: {"error": {...}}."""
+    return {**_cut(tuple(after), "error"), "error": {"message": message, "type": type, "param": None, "code": None}}
+
+
+def slow(interval: float, duration: float) -> dict[str, Any]:
+    """One small text chunk every `interval` seconds for up to `duration` seconds; stops when the client goes."""
+    return {"kind": "slow", "interval": interval, "duration": duration}
