@@ -247,9 +247,13 @@ def main() -> int:
     parser.add_argument("--unseen-only", action="store_true",
                         help="with --recorded and --bugs: run the bugs only, not the documented mutants "
                              "(the recording stands for them)")
+    parser.add_argument("--runs-only", action="store_true",
+                        help="run and keep the evidence (--json) without judging it: judge it later with --replay")
     args = parser.parse_args()
-    if args.unseen_only and not (args.recorded and args.bugs):
-        parser.error("--unseen-only goes with --recorded and --bugs")
+    if args.runs_only and not args.json:
+        parser.error("--runs-only needs --json")
+    if args.unseen_only and not ((args.recorded or args.runs_only) and args.bugs):
+        parser.error("--unseen-only goes with --bugs, and --recorded or --runs-only")
     selected = [chapters.get(c) for c in args.chapters] or list(chapters.load_all())
     replayed = {(d["chapter"], d["language"]): d for d in json.loads(args.replay.read_text())} if args.replay else {}
     cache = json.loads(args.cache.read_text()) if args.cache and args.cache.is_file() else {}
@@ -265,6 +269,9 @@ def main() -> int:
             runs = collect(chapter, track, documented + [b for b, _ in bugs], cache)
             if args.cache:
                 args.cache.write_text(json.dumps(cache) + "\n", encoding="utf-8")
+        if args.runs_only:  # the evidence alone, to judge later with --replay (a recording made since)
+            reports.append({"chapter": chapter.id, "language": track.language, "runs": runs})
+            continue
         rows = evaluate(chapter, track, runs, bugs, recorded=args.recorded)
         report(chapter, track, rows)
         reports.append({"chapter": chapter.id, "language": track.language, "summary": summary(rows),

@@ -20,8 +20,9 @@ from typing import Mapping
 from course import cache, processes
 from course.chapters import Track
 from course.errors import CodeProblem, UsageError
-from course.languages.protocol import BroadMutation, CommentBlindDiff, Demonstration, LearnerTests, Prepared, RunRequest
-from course.languages.typescript import build, coverage, stryker, toolchain
+from course.languages.protocol import (BroadMutation, CommentBlindDiff, Demonstration, Function, LearnerTests, Outline,
+                                      Prepared, RunRequest)
+from course.languages.typescript import build, coverage, outline, stryker, toolchain
 from course.languages.typescript.worker import Done, Worker
 from course.results import FileCoverage
 
@@ -37,10 +38,10 @@ class TypeScriptAdapter:
     splits = False
 
     def __init__(self) -> None:
-        # every optional capability of the protocol: learners' own tests (selftest), StrykerJS's broad
-        # score, a diff blind to comments, the chapters' demonstrations
+        # learners' own tests (selftest), StrykerJS's broad score, a diff blind to comments, the
+        # chapters' demonstrations, the outline of a file that places the pitfall hints
         self.capabilities = {LearnerTests: self, BroadMutation: stryker.Stryker(), CommentBlindDiff: self,
-                             Demonstration: self}
+                             Demonstration: self, Outline: self}
 
     def test_name(self, entry: str) -> str:
         """A catalog entry's test has the entry's name ("hand_example"); a learner's own test keeps its own."""
@@ -103,6 +104,12 @@ class TypeScriptAdapter:
                 quiet.add(n)
                 in_block = "*/" not in stripped[2:]
         return quiet
+
+    def functions(self, source: str) -> list[Function]:
+        """The file's functions, its classes' methods ('Decoder.decode', 'Events.#read') and the
+        `const`s bound to a function, from their first modifier to their closing brace: a scanner of
+        TypeScript's tokens (outline.py), which agrees with the pinned compiler's parser."""
+        return outline.functions(source)
 
     def read_coverage(self, request: RunRequest) -> dict[str, FileCoverage]:
         built = build.built_at(request.track, request.code_root, request.build_dir)

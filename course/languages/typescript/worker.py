@@ -184,6 +184,7 @@ class Worker:
             # node puts its own rendering of the two values under the test's words: ours is plainer
             message = f"{message.split(chr(10) + chr(10))[0].strip()}: {record['compared']}"
         where, test_line = self._places(record.get("stack", ""))
+        frames = self._frames(record.get("stack", ""))
         name = record.get("name") or "Error"
         if record.get("failureType") in ("uncaughtException", "unhandledRejection"):
             message = f"{name} thrown outside the test's own code (a callback, a promise nobody awaited): {message}"
@@ -191,7 +192,8 @@ class Worker:
         if record.get("compared") and record["compared"] not in details:
             details = f"{details}\n{record['compared']}"
         return CaseFinished(key=key, status=FAIL, message=message, where=where, test_line=test_line, details=details,
-                            failed_at=f"{test_line} {name}" if test_line else name, duration=seconds)
+                            failed_at=f"{test_line} {name}" if test_line else name, duration=seconds,
+                            frames=frames)
 
     def _places(self, stack: str) -> tuple[str, str]:
         """(where in the learner's code, the tests' file:line) of a failure's stack."""
@@ -206,6 +208,20 @@ class Worker:
             elif not theirs and not where and not Path(frame["path"]).is_relative_to(self.built.out):
                 where = f"{shown}:{frame['line']}"
         return where, test_line
+
+    def _frames(self, stack: str) -> tuple[str, ...]:
+        """The learner's code the error came through, outermost first ('ts/agent/provider/sse.ts:88'):
+        the frames of its stack in their package's files (V8 lists the innermost first). An assert of
+        the test's own has none."""
+        frames = []
+        for line in stack.splitlines():
+            frame = _FRAME.search(line)
+            if frame is None or Path(frame["path"]).is_relative_to(self.built.out):
+                continue
+            shown, theirs = self.built.shown(Path(frame["path"]))
+            if not theirs and not Path(shown).is_absolute():
+                frames.append(f"{shown}:{frame['line']}")
+        return tuple(reversed(frames))
 
     def _stop_case(self) -> None:
         """The case ran out of time: the process is stopped (the runner starts another for the tests

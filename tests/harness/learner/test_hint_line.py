@@ -1,6 +1,6 @@
 """The `hint:` line of `course check` names the place the failures come from, in the learner's own file:
 here a crash inside one function of theirs (an exception of the language's own, a panic), with no
-recording needed, in both tracks; and a place the learner's code does not have is never named."""
+recording needed, in every track; and a place the learner's code does not have is never named."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.tiny import CHAPTER, GO_REFERENCE, tiny_chapter, tiny_go_chapter
+from tests.harness.tiny import CHAPTER, GO_REFERENCE, TS_SUM_TEST, tiny_chapter, tiny_go_chapter, tiny_ts_chapter
 
 CATALOG = '''\
 def test_small():
@@ -87,6 +87,70 @@ def test_a_panic_in_one_function_is_named_with_its_line(course, tmp_path: Path, 
     assert ran.code == 1, ran.out
     line = GO_LEARNER.splitlines().index("func sum(a, b int) int {") + 1
     assert f"hint: the failures come from `sum` (go/calc/calc.go:{line})" in ran.out, ran.out
+
+
+TS_CATALOG = TS_SUM_TEST + """
+test("big", () => {
+  assert.equal(add(10, 20), 30, "add(10, 20)");
+});
+"""
+TS_HELPER_REFERENCE = """\
+/** Adding numbers. */
+
+/** The sum of a and b. */
+export function add(a: number, b: number): number {
+  return sum(a, b);
+}
+
+const sum = (a: number, b: number): number => {
+  return a + b;
+};
+"""
+# the helper reads past the end of its table for a large a: a TypeError thrown inside `sum`
+TS_LEARNER = TS_HELPER_REFERENCE.replace("  return a + b;\n", "  const small = [0, 1, 2, 3];\n  return small[a].valueOf() + b;\n")
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="the TypeScript track needs node on PATH")
+def test_a_typescript_error_in_one_function_is_named_with_its_line(course, tmp_path: Path, learner: Path) -> None:
+    root = tiny_ts_chapter(tmp_path / "content", tests=TS_CATALOG, reference=TS_HELPER_REFERENCE)
+    env = {"COURSE_CONTENT": str(root)}
+    assert course("start", CHAPTER, "--language", "typescript", "--dir", str(learner), cwd=learner, env=env).code == 0
+    (learner / "ts" / "calc.ts").write_text(TS_LEARNER, encoding="utf-8")
+    ran = course("check", cwd=learner, env=env, timeout=300)
+    assert ran.code == 1, ran.out
+    assert "Cannot read properties of undefined" in ran.out, ran.out  # V8's TypeError, thrown in sum
+    line = TS_LEARNER.splitlines().index("const sum = (a: number, b: number): number => {") + 1
+    assert f"hint: the failures come from `sum` (ts/calc.ts:{line})" in ran.out, ran.out
+    assert "pitfall" not in ran.out.split("hint:")[1], "no recording, so no pitfall can be named"
+
+
+# ag01's documented TypeScript mutant that adds a fragment to whichever call opened last, and its function
+MUTANT, PLACE = "t08", "Decoder.#addFragment"
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="the TypeScript track needs node on PATH")
+def test_a_documented_typescript_bug_of_ag01_gets_its_place(course, learner: Path) -> None:
+    from conftest import REPO
+    from course import chapters, regions
+    from course.languages.typescript.outline import functions
+    from course.mutant import apply
+
+    track = chapters.get("ag01").track("typescript")
+    assert course("start", "ag01", "--language", "typescript", "--dir", str(learner), cwd=learner).code == 0
+    for name in track.files:
+        text = (REPO / "reference" / "typescript" / "ag01" / name).read_text(encoding="utf-8")
+        (learner / name).write_text(regions.strip(text, name), encoding="utf-8")
+    mutant = next(m for m in track.mutants if m.id == MUTANT)
+    apply(mutant, learner)
+    ran = course("check", cwd=learner, timeout=600)
+    assert ran.code == 1, ran.out
+    mine = functions((learner / mutant.file).read_text(encoding="utf-8"))
+    method = next(f.first for f in mine if f.name == PLACE)
+    owner = PLACE.rpartition(".")[0]
+    first_of_class = next(f.first for f in mine if f.name.startswith(owner + "."))
+    # the method, or its class where the recordings of its other methods' mutants come as close
+    assert (f"hint: the failures come from `{PLACE}` ({mutant.file}:{method})" in ran.out
+            or f"hint: the failures come from `{owner}` ({mutant.file}:{first_of_class})" in ran.out), ran.out
 
 
 def test_a_place_the_learners_code_lacks_is_never_named() -> None:
