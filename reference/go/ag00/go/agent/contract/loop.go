@@ -97,9 +97,8 @@ func (l *Loop) Run(ctx context.Context, req *Request) (*Outcome, error) {
 	var receipts []map[string]string        // what this run's reads returned: the only evidence an answer may lean on
 	seen := make(map[string]bool)           // this run's call_ids
 	for turn := 1; turn <= l.MaxTurns; turn++ {
-		sent := *req // a body of its own every turn, for the model to keep
-		sent.Input = slices.Clone(conversation)
-		reply, err := l.Model.Send(ctx, &sent)
+		sent := copyRequest(req, conversation) // a body of its own every turn, for the model to keep or edit
+		reply, err := l.Model.Send(ctx, sent)
 		if err != nil {
 			return nil, fmt.Errorf("turn %d: %w", turn, err)
 		}
@@ -155,6 +154,42 @@ func (l *Loop) Run(ctx context.Context, req *Request) (*Outcome, error) {
 }
 
 // course: begin helpers
+// copyRequest is req with conversation as its Input, sharing nothing with either: a struct copy
+// alone would share the Input and Tools arrays, each item's bytes and each schema's maps, so that
+// a model editing its body in place would edit the caller's request and the conversation too.
+func copyRequest(req *Request, conversation []json.RawMessage) *Request {
+	sent := *req
+	sent.Input = make([]json.RawMessage, len(conversation))
+	for i, item := range conversation {
+		sent.Input[i] = slices.Clone(item)
+	}
+	sent.Tools = make([]Tool, len(req.Tools))
+	for i, tool := range req.Tools {
+		tool.Parameters, _ = copyJSON(tool.Parameters).(map[string]any)
+		sent.Tools[i] = tool
+	}
+	return &sent
+}
+
+// copyJSON is a deep copy of a value decoded from JSON: its maps and slices are new, to the last one.
+func copyJSON(value any) any {
+	switch v := value.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for key, inner := range v {
+			out[key] = copyJSON(inner)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, inner := range v {
+			out[i] = copyJSON(inner)
+		}
+		return out
+	}
+	return value
+}
+
 // freshCallIDs reports whether no call of the batch repeats a call_id seen before, or one of another
 // call of the batch: two results under one call_id cannot be told apart.
 func freshCallIDs(batch []Call, seen map[string]bool) bool {
