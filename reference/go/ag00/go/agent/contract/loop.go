@@ -165,29 +165,19 @@ func copyRequest(req *Request, conversation []json.RawMessage) *Request {
 	}
 	sent.Tools = make([]Tool, len(req.Tools))
 	for i, tool := range req.Tools {
-		tool.Parameters, _ = copyJSON(tool.Parameters).(map[string]any)
+		tool.Parameters = copySchema(tool.Parameters)
 		sent.Tools[i] = tool
 	}
 	return &sent
 }
 
-// copyJSON is a deep copy of a value decoded from JSON: its maps and slices are new, to the last one.
-func copyJSON(value any) any {
-	switch v := value.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for key, inner := range v {
-			out[key] = copyJSON(inner)
-		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, inner := range v {
-			out[i] = copyJSON(inner)
-		}
-		return out
-	}
-	return value
+// copySchema is a deep copy of a JSON Schema, made by writing it as JSON and reading it back: new
+// maps and slices to the last level (nil stays nil). A schema holds only what JSON can write.
+func copySchema(schema map[string]any) map[string]any {
+	text, _ := json.Marshal(schema)
+	var copied map[string]any
+	_ = json.Unmarshal(text, &copied)
+	return copied
 }
 
 // freshCallIDs reports whether no call of the batch repeats a call_id seen before, or one of another
