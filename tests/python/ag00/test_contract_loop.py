@@ -191,15 +191,35 @@ def test_runs_are_independent():
     assert got == want, f"a third run reusing call_o1: got {got!r}, want {want!r} (call_ids of an earlier run do not count)"
 
 
-@pytest.mark.parametrize("case", ["call-then-answer", "two-turns-of-calls"])
+def _edit_everything(body):
+    """What a model double may do to a body it was handed, which is its own: edit it at every depth."""
+    body["input"].append({"role": "user", "content": "added by the model"})
+    for item in body["input"]:
+        if isinstance(item, dict):
+            item["edited_by_the_model"] = True
+    for tool in body["tools"]:
+        tool["name"] = "edited_by_the_model"
+        tool["parameters"]["edited_by_the_model"] = True
+    body["tools"].append({"type": "function", "name": "added_by_the_model"})
+
+
+@pytest.mark.parametrize("case", ["call-then-answer", "two-turns-of-calls", "a model that edits what it was sent"])
 def test_sent_requests_are_snapshots(case):
     kept = []
+    edits = case.startswith("a model that edits")
     if case == "call-then-answer":
         replies = [samples.sample("tool_call_o1"), samples.sample("answer_o1")]
     else:
         replies = [samples.tool_call("call_s1"), samples.tool_call("call_s2"), samples.sample("answer_o1")]
 
     def send(body):
+        received = json.dumps(body, sort_keys=True)
+        assert "by_the_model" not in received and "by the model" not in received, (
+            f"{case}: the request of turn {len(kept) + 1} holds what the model did to an earlier body: {received}\n"
+            "each body must share nothing with the request given to run_loop, the conversation or another body"
+        )
+        if edits:
+            _edit_everything(body)
         kept.append((body, json.dumps(body, sort_keys=True)))  # the body object itself, and what it was at send time
         chosen = replies[len(kept) - 1]
         return loop.Reply(chosen["http_status"], chosen["body"])
@@ -394,7 +414,7 @@ def _terminal_sample(name):
         ("http_429", "http_error", "rate_limit_exceeded", True),
         ("http_500", "http_error", "server_error", True),
         ("http_401", "http_error", "invalid_api_key", False),
-        ("http_408", "http_error", "rate_limit_exceeded", False),
+        ("http_408", "http_error", "rate_limit_exceeded", True),
         ("http_201", "http_error", ANY, False),
         ("incomplete_null_details", "incomplete", None, False),
     ],

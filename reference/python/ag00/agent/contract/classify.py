@@ -43,8 +43,9 @@ class Verdict:
 
 def is_retryable(http_status: int) -> bool:
     # course: begin is_retryable
-    """429 (slow down) and 5xx (server trouble) may pass later; other errors will not."""
-    return http_status == 429 or 500 <= http_status <= 599
+    """408 (the request came too slowly), 429 (slow down), 500, 502, 503 and 504 (trouble on the
+    way or on the server) may pass later; any other status fails the same way again."""
+    return http_status in (408, 429, 500, 502, 503, 504)
     # course: end is_retryable
 
 

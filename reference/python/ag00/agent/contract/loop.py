@@ -6,6 +6,7 @@ done: the model's final answer equals a receipt that a tool call produced.
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -86,7 +87,9 @@ def run_loop(
         return Outcome(status, calls, results, steps, verdict, **extra)
 
     for turn in range(1, max_turns + 1):
-        reply = send({**request, "input": list(conversation)})
+        # A body of its own, to the last dict: send may keep it or edit it, and neither the
+        # caller's request (its tools, its messages) nor the conversation may feel either.
+        reply = send(copy.deepcopy({**request, "input": conversation}))
         verdict = classify_response(reply.body, reply.http_status)
         step = Step(turn, verdict.kind.value)
         steps.append(step)

@@ -2,8 +2,9 @@
     (reference/python/ag00/agent/contract/classify.py, between `# course: begin NAME` and `# course: end NAME`);
     everything else comes from the reference as it is (course.regions). -#}
 {% block is_retryable %}
-    """True for 429 and for every status from 500 to 599; False for any other status (408, 430 to
-    499 and 600 included)."""
+    """True for 408, 429, 500, 502, 503 and 504; False for any other status (409, 430 to 499, 501,
+    505 to 599 and 600 included). The course's table of statuses is in the chapter's text,
+    "Reading the HTTP status"."""
     raise NotImplementedError("is_retryable: which HTTP errors may pass if sent again later?")
 {% endblock %}
 {% block classify_response %}

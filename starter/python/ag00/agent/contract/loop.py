@@ -16,8 +16,9 @@
     request). Everything else a run remembers (receipts, call_ids seen, counts) belongs to this
     run alone: a second run starts from nothing. Each turn (numbered from 1):
 
-    1. ``reply = send({**request, "input": <a new list copied from the conversation>})``: a
-       ``send`` may keep the body it was given, so a body once sent must never change. Then
+    1. ``reply = send(<a deep copy of {**request, "input": conversation}>)``: a ``send`` may
+       keep the body it was given, or edit it at any depth, so a body once sent must never
+       change, and it shares no list or dict with the request, the conversation or another body. Then
        ``verdict = classify_response(reply.body, reply.http_status)``; append
        ``Step(turn, verdict.kind.value)`` to the steps (every turn has its step, the last
        one included, whatever its kind).

@@ -33,10 +33,10 @@ func TestHTTPErrors(t *testing.T) {
 	}
 	var cases []httpCase
 	generic := []byte(`{"error": {"code": "sample"}}`)
-	for _, status := range []int{429, 500, 502, 503, 599} {
+	for _, status := range []int{408, 429, 500, 502, 503, 504} {
 		cases = append(cases, httpCase{status, generic, true, "sample", fmt.Sprint(status)})
 	}
-	for _, status := range []int{400, 401, 403, 404, 408, 409, 422, 428, 430, 451, 499, 600, 601} {
+	for _, status := range []int{400, 401, 403, 404, 409, 422, 428, 430, 451, 499, 501, 505, 507, 599, 600, 601} {
 		cases = append(cases, httpCase{status, generic, false, "sample", fmt.Sprint(status)})
 	}
 	for _, c := range []struct {
@@ -398,6 +398,10 @@ func TestInvalidToolCall(t *testing.T) {
 	}
 }
 
+// retryableStatus is the course's table ("Reading the HTTP status"): what may pass if the same
+// request goes out again.
+var retryableStatus = map[int]bool{408: true, 429: true, 500: true, 502: true, 503: true, 504: true}
+
 func TestEveryStatusClassified(t *testing.T) {
 	body := loadSample(t, "answer_o1").Body
 	for band := 1; band <= 6; band++ {
@@ -405,7 +409,7 @@ func TestEveryStatusClassified(t *testing.T) {
 			var wrong []string
 			for status := band * 100; status < band*100+100; status++ {
 				got := contract.Classify(status, body)
-				wantKind, wantRetryable := contract.HTTPError, status == 429 || 500 <= status && status <= 599
+				wantKind, wantRetryable := contract.HTTPError, retryableStatus[status]
 				if status == 200 {
 					wantKind = contract.Text
 				}

@@ -168,12 +168,29 @@ func itemTypes(list []any) []string {
 	return types
 }
 
+// editEverything does what a model may do to a body it was handed, which is its own: edit it in
+// place at every depth (the bytes of its items, its tools, their schemas).
+func editEverything(req *contract.Request) {
+	for _, item := range req.Input {
+		if i := bytes.Index(item, []byte(`"role"`)); i >= 0 {
+			copy(item[i:], `"ROLE"`)
+		}
+	}
+	for i := range req.Tools {
+		req.Tools[i].Name = "edited_by_the_model"
+		if req.Tools[i].Parameters != nil {
+			req.Tools[i].Parameters["edited_by_the_model"] = true
+		}
+	}
+}
+
 func TestSentRequestsAreSnapshots(t *testing.T) {
 	marker := json.RawMessage(`{"type": "message", "role": "user", "content": "added by the model's own wrapper"}`)
-	for _, c := range []string{"call-then-answer", "two-turns-of-calls"} {
+	for _, c := range []string{"call-then-answer", "two-turns-of-calls", "a model that edits what it was sent"} {
 		t.Run(c, func(t *testing.T) {
+			edits := strings.HasPrefix(c, "a model that edits")
 			replies := samples(t, "tool_call_o1", "answer_o1")
-			if c == "two-turns-of-calls" {
+			if c != "call-then-answer" {
 				replies = []sample{toolCall(t, "call_s1", "o-1"), toolCall(t, "call_s2", "o-1"), loadSample(t, "answer_o1")}
 			}
 			// A model that keeps each body it is given, and extends it (a body it was given is its own):
@@ -181,8 +198,13 @@ func TestSentRequestsAreSnapshots(t *testing.T) {
 			var kept []*contract.Request
 			var left [][]byte
 			model := contract.ModelFunc(func(_ context.Context, req *contract.Request) (contract.Reply, error) {
-				if bytes.Contains(encode(t, req), []byte("added by the model")) {
-					t.Errorf("%s: request %d holds what the model added to an earlier body: %s", c, len(kept)+1, encode(t, req))
+				if received := encode(t, req); bytes.Contains(received, []byte("by the model")) || bytes.Contains(received, []byte("by_the_model")) ||
+					bytes.Contains(received, []byte(`"ROLE"`)) {
+					t.Errorf("%s: request %d holds what the model did to an earlier body: %s\n"+
+						"each body must share nothing with the given request, the conversation or another body", c, len(kept)+1, received)
+				}
+				if edits {
+					editEverything(req)
 				}
 				req.Input = append(req.Input, marker)
 				kept, left = append(kept, req), append(left, encode(t, req))
@@ -544,7 +566,7 @@ func TestLoopStopsOnTerminalKinds(t *testing.T) {
 		{"http_429", "http_error", "rate_limit_exceeded", true},
 		{"http_500", "http_error", "server_error", true},
 		{"http_401", "http_error", "invalid_api_key", false},
-		{"http_408", "http_error", "rate_limit_exceeded", false},
+		{"http_408", "http_error", "rate_limit_exceeded", true},
 		{"http_201", "http_error", anyReason, false},
 		{"incomplete_null_details", "incomplete", "", false},
 	} {

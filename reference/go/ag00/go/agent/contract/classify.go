@@ -47,12 +47,17 @@ type Verdict struct {
 	Output []json.RawMessage
 }
 
-// IsRetryable reports whether an HTTP error may pass if the same request is sent again later: 429
-// (slow down) and 500 to 599 (trouble on the server's side). Any other status fails the same way
-// every time.
+// IsRetryable reports whether an HTTP error may pass if the same request is sent again later: 408
+// (the request came too slowly), 429 (slow down), 500, 502, 503 and 504 (trouble on the way or on
+// the server). Any other status (409, 501, 505 to 599 included) fails the same way every time.
 func IsRetryable(statusCode int) bool {
 	// course: begin IsRetryable
-	return statusCode == http.StatusTooManyRequests || 500 <= statusCode && statusCode <= 599
+	switch statusCode {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
 	// course: end IsRetryable
 }
 

@@ -97,9 +97,8 @@ func (l *Loop) Run(ctx context.Context, req *Request) (*Outcome, error) {
 	var receipts []map[string]string        // what this run's reads returned: the only evidence an answer may lean on
 	seen := make(map[string]bool)           // this run's call_ids
 	for turn := 1; turn <= l.MaxTurns; turn++ {
-		sent := *req // a body of its own every turn, for the model to keep
-		sent.Input = slices.Clone(conversation)
-		reply, err := l.Model.Send(ctx, &sent)
+		sent := copyRequest(req, conversation) // a body of its own every turn, for the model to keep or edit
+		reply, err := l.Model.Send(ctx, sent)
 		if err != nil {
 			return nil, fmt.Errorf("turn %d: %w", turn, err)
 		}
@@ -155,6 +154,32 @@ func (l *Loop) Run(ctx context.Context, req *Request) (*Outcome, error) {
 }
 
 // course: begin helpers
+// copyRequest is req with conversation as its Input, sharing nothing with either: a struct copy
+// alone would share the Input and Tools arrays, each item's bytes and each schema's maps, so that
+// a model editing its body in place would edit the caller's request and the conversation too.
+func copyRequest(req *Request, conversation []json.RawMessage) *Request {
+	sent := *req
+	sent.Input = make([]json.RawMessage, len(conversation))
+	for i, item := range conversation {
+		sent.Input[i] = slices.Clone(item)
+	}
+	sent.Tools = make([]Tool, len(req.Tools))
+	for i, tool := range req.Tools {
+		tool.Parameters = copySchema(tool.Parameters)
+		sent.Tools[i] = tool
+	}
+	return &sent
+}
+
+// copySchema is a deep copy of a JSON Schema, made by writing it as JSON and reading it back: new
+// maps and slices to the last level (nil stays nil). A schema holds only what JSON can write.
+func copySchema(schema map[string]any) map[string]any {
+	text, _ := json.Marshal(schema)
+	var copied map[string]any
+	_ = json.Unmarshal(text, &copied)
+	return copied
+}
+
 // freshCallIDs reports whether no call of the batch repeats a call_id seen before, or one of another
 // call of the batch: two results under one call_id cannot be told apart.
 func freshCallIDs(batch []Call, seen map[string]bool) bool {
