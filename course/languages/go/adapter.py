@@ -23,7 +23,8 @@ from course import cache, processes
 from course.chapters import Track
 from course.errors import CodeProblem, UsageError
 from course.languages.go import build, coverage, gremlins, outline, panics, toolchain
-from course.languages.go.worker import Done, Worker
+from course.languages.common import Done, slash_comment_lines
+from course.languages.go.worker import Worker
 from course.languages.protocol import (
     BroadMutation,
     CommentBlindDiff,
@@ -131,18 +132,7 @@ class GoAdapter:
 
     def commentary_lines(self, text: str) -> set[int]:
         """Lines (1-based) that hold only comments or nothing: what `course diff` leaves out by default."""
-        quiet, in_block = set(), False
-        for n, line in enumerate(text.splitlines(), 1):
-            stripped = line.strip()
-            if in_block:
-                quiet.add(n)
-                in_block = "*/" not in stripped
-            elif not stripped or stripped.startswith("//"):
-                quiet.add(n)
-            elif stripped.startswith("/*"):
-                quiet.add(n)
-                in_block = "*/" not in stripped[2:]
-        return quiet
+        return slash_comment_lines(text)
 
     def functions(self, source: str) -> list[Function]:
         """Top-level functions and methods ('EventReader.Next'), by a scanner of Go's tokens (outline.py)."""

@@ -274,22 +274,6 @@ class Worker:
         return "\n".join(lines[-5:])
 
 
-class Done:
-    """A worker with nothing left to run."""
-
-    def __init__(self) -> None:
-        self.events: list[Event] = [Collected(()), Finished()]
-
-    def next_event(self, deadline: Optional[float]) -> Optional[Event]:
-        return self.events.pop(0) if self.events else None
-
-    def kill(self) -> None:
-        pass
-
-    def close(self) -> Ended:
-        return Ended(exit_code=0)
-
-
 def summarize(output: str, module_root: Path, display_root: Path) -> tuple[str, str, str]:
     """(message, where in the learner's code, test file:line) of a failed test's output."""
     lines = [line for line in output.splitlines() if not line.lstrip().startswith(_FRAMING)]

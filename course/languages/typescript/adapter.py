@@ -23,7 +23,8 @@ from course.errors import CodeProblem, UsageError
 from course.languages.protocol import (BroadMutation, CommentBlindDiff, Demonstration, Function, LearnerTests, Outline,
                                       Prepared, RunRequest)
 from course.languages.typescript import build, coverage, outline, stryker, toolchain
-from course.languages.typescript.worker import Done, Worker
+from course.languages.common import Done, slash_comment_lines
+from course.languages.typescript.worker import Worker
 from course.results import FileCoverage
 
 # a top-level test of a test file: test("name", ...) at the start of a line, up to its closing "});"
@@ -92,18 +93,7 @@ class TypeScriptAdapter:
 
     def commentary_lines(self, text: str) -> set[int]:
         """Lines (1-based) that hold only comments or nothing: what `course diff` leaves out by default."""
-        quiet, in_block = set(), False
-        for n, line in enumerate(text.splitlines(), 1):
-            stripped = line.strip()
-            if in_block:
-                quiet.add(n)
-                in_block = "*/" not in stripped
-            elif not stripped or stripped.startswith("//"):
-                quiet.add(n)
-            elif stripped.startswith("/*"):
-                quiet.add(n)
-                in_block = "*/" not in stripped[2:]
-        return quiet
+        return slash_comment_lines(text)
 
     def functions(self, source: str) -> list[Function]:
         """The file's functions, its classes' methods ('Decoder.decode', 'Events.#read') and the

@@ -277,19 +277,3 @@ class Worker:
     def _last_words(self) -> str:
         text = self.output.decode("utf-8", "replace")
         return "\n".join([line for line in text.splitlines() if line.strip()][-5:])
-
-
-class Done:
-    """A worker with nothing left to run."""
-
-    def __init__(self) -> None:
-        self.events: list[Event] = [Collected(()), Finished()]
-
-    def next_event(self, deadline: Optional[float]) -> Optional[Event]:
-        return self.events.pop(0) if self.events else None
-
-    def kill(self) -> None:
-        pass
-
-    def close(self) -> Ended:
-        return Ended(exit_code=0)
