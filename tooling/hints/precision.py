@@ -219,7 +219,9 @@ def report(chapter: Chapter, track: Track, rows: list[dict]) -> None:
     s = summary(rows)
     if not s["bugs"]:
         return
-    print(f"  unseen bugs: {s['bugs']}, {s['kills']} killed ({s['bugs'] - s['kills']} not caught: no hint to judge)")
+    stale = sum(r["set"] == "unseen" and r["status"] == "stale" for r in rows)
+    print(f"  unseen bugs: {s['bugs']}, {s['kills']} killed, {s['bugs'] - s['kills'] - stale} not caught (no hint to "
+          f"judge), {stale} no longer apply to the reference")
     print(f"    pitfall hints: {describe(s['pitfall'])}")
     print(f"    place hints:   {describe(s['place'])} (against the writer's label)")
     print(f"                   {describe(s['place_by_change'])} (against the function the change is in)")
