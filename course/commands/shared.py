@@ -161,6 +161,16 @@ def track_language(chapter: Any, language: str | None) -> str:
     return state.language if state else DEFAULT_LANGUAGE
 
 
+def reading_language(chapter: Any, language: str | None) -> str:
+    """The track `course show` and `course tests` read: the one asked for (a chapter without it is a
+    usage error), else the learner's, else the default one, else the chapter's first track."""
+    if language:
+        chapter.track(language)  # UnknownLanguage: one line, exit 2
+        return language
+    chosen = track_language(chapter, None)
+    return chosen if chosen in chapter.tracks else next(iter(chapter.tracks))
+
+
 def catalog_entry(chapter, adapter, name: str):  # noqa: ANN001, ANN202
     """The catalog entry a learner names, in its catalog form or its language's form."""
     for entry in chapter.catalog:

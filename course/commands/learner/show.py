@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from course.commands.shared import CHAPTER, any_chapter, language_option, paged, track_language
+from course.commands.shared import CHAPTER, any_chapter, language_option, paged, reading_language
 from course.errors import CourseError, UsageError
 from course.languages.registry import DEFAULT_LANGUAGE
 
@@ -39,7 +39,7 @@ def show(chapter: str | None, section: str | None, language: str | None, no_page
         if unknown is not None:  # outside a learner's repository the word was meant as a chapter
             raise unknown from None
         raise
-    text = found.text(track_language(found, language))
+    text = found.text(reading_language(found, language))
     if section is not None:
         part = chapters.section_of(text, section)
         if part is None and unknown is not None and not section[:1].isdigit():

@@ -6,7 +6,8 @@ from typing import Any
 
 import click
 
-from course.commands.shared import CHAPTER, any_chapter, catalog_entry, complete_tests, echo, language_option, paged, track_language
+from course.commands.shared import (CHAPTER, any_chapter, catalog_entry, complete_tests, echo, language_option, paged,
+                                   reading_language)
 from course.errors import UsageError
 from course.languages.registry import DEFAULT_LANGUAGE
 
@@ -25,10 +26,9 @@ def tests(chapter: Any, language: str | None, source: str | None, no_pager: bool
     from course import languages
 
     chapter = any_chapter(chapter)
-    language = track_language(chapter, language)
+    language = reading_language(chapter, language)
+    chapter = chapter.for_track(chapter.track(language))
     adapter = languages.get(language)
-    if language in chapter.tracks:
-        chapter = chapter.for_track(chapter.track(language))
     if source:
         entry = catalog_entry(chapter, adapter, source)
         code = adapter.test_sources(chapter.track(language)).get(adapter.test_name(entry.name), "")

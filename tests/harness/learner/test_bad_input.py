@@ -212,6 +212,12 @@ def test_option_errors_are_one_line_like_every_usage_error(course, tmp_path: Pat
         assert ran.code == 2 and len(lines) == 1 and words in lines[0] and "--help" in lines[0], (args, ran.err)
 
 
+def test_a_track_a_chapter_lacks_is_a_usage_error_in_every_reading_command(course, tmp_path: Path) -> None:
+    for command in ("tests", "show"):
+        ran = course(command, "ag02", "--language", "typescript", cwd=tmp_path)
+        assert ran.code == 2 and "ag02 has no typescript track" in ran.err and "Traceback" not in ran.err, (command, ran.err)
+
+
 def test_a_second_track_of_a_started_chapter_needs_its_own_repository(course, learner: Path) -> None:
     assert course("start", "ag01", cwd=learner).code == 0
     before = sorted(p.relative_to(learner) for p in learner.rglob("*"))
