@@ -53,11 +53,33 @@ def imported(tree: ast.Module, *, anywhere: bool = True) -> list[str]:
     return names
 
 
+def _names_environment(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr in _ENVIRONMENT
+            or isinstance(node, ast.Name) and node.id in _ENVIRONMENT
+            or isinstance(node, ast.alias) and node.name in _ENVIRONMENT)
+
+
 def _reads_environment(tree: ast.Module) -> bool:
-    return any(isinstance(node, ast.Attribute) and node.attr in _ENVIRONMENT
-               or isinstance(node, ast.Name) and node.id in _ENVIRONMENT
-               or isinstance(node, ast.alias) and node.name in _ENVIRONMENT
-               for node in ast.walk(tree))
+    """Whether importing the module reads the environment: a read in its top-level code (a class body
+    included), or in a function that top-level code calls. A function that reads it only when a test
+    calls it reads the run's environment, as it should."""
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+    readers = {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and any(_names_environment(inner) for inner in ast.walk(node))}
+    pending: list[ast.AST] = [tree]
+    while pending:  # the code that runs at import: everything outside function bodies (defaults included)
+        node = pending.pop()
+        if _names_environment(node):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in readers:
+            return True
+        if isinstance(node, functions):
+            pending.extend([*node.args.defaults, *node.args.kw_defaults] if not isinstance(node, ast.Lambda)
+                           else [*node.args.defaults])
+            pending.extend(getattr(node, "decorator_list", ()))
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+    return False
 
 
 # What a file imported before the run may import: nothing that could be found in the learner's
@@ -113,6 +135,9 @@ def conftests_self_contained(tests_dir: Path, files: tuple[str, ...],
     return _conftests_self_contained(tests_dir, files, tuple(catalog_stamps))
 
 
+# Bumped when what makes a file self-contained changes: answers kept under older rules are found again.
+SELF_CONTAINED_RULES = 2
+
 # Catalogs (with their learner's file lists) whose answer is kept: the newest this many.
 CONFTESTS_KEPT = 64
 
@@ -127,7 +152,7 @@ def _conftests_self_contained(tests_dir: Path, files: tuple[str, ...], stamps: t
     kept_at = cache.folder() / "conftests.json"
     kept = cache.read_json(kept_at)
     kept = kept if isinstance(kept, dict) else {}
-    key = "\0".join((str(tests_dir), *files))
+    key = "\0".join((f"rules {SELF_CONTAINED_RULES}", str(tests_dir), *files))
     now = [list(stamp) for stamp in stamps]
     known = kept.get(key)
     if isinstance(known, dict) and known.get("stamps") == now and isinstance(known.get("ahead"), bool):

@@ -245,6 +245,10 @@ def test_a_conftest_that_imports_the_learner_or_reads_the_environment_is_loaded_
     for text, ahead in (("import pytest\n", True), ("from agent import core\n", False),
                         ("import helpers_beside_the_code\n", False),  # e.g. in the learner's repository
                         ("import os\nROOT = os.environ.get('COURSE_SCRATCH')\n", False),
+                        # read when a test calls it: the run's environment, so it may load ahead
+                        ("import os\ndef url():\n    return os.environ['COURSE_FAKE_MODEL_URL']\n", True),
+                        ("import os\ndef url():\n    return os.environ['COURSE_FAKE_MODEL_URL']\nURL = url()\n", False),
+                        ("import os\nclass Fake:\n    url = os.environ.get('COURSE_FAKE_MODEL_URL')\n", False),
                         ("pytest_plugins = ['x']\n", False)):
         tests = tmp_path / f"case{len(list(tmp_path.iterdir()))}" / "tests"
         tests.mkdir(parents=True)
