@@ -22,7 +22,7 @@ from course.chapters import Track
 from course.errors import CodeProblem, UsageError
 from course.languages.protocol import (BroadMutation, CommentBlindDiff, Demonstration, Function, LearnerTests, Outline,
                                       Prepared, RunRequest)
-from course.languages.typescript import build, coverage, outline, stryker, toolchain
+from course.languages.typescript import build, coverage, outline, stryker, toolchain, uncaught
 from course.languages.common import Done, slash_comment_lines
 from course.languages.typescript.worker import Worker
 from course.results import FileCoverage
@@ -139,9 +139,10 @@ class TypeScriptAdapter:
         return []  # builds leave comments out, so no line can be left out of coverage by one
 
     def run_script(self, track: Track, code_root: Path, script: Path, args: list[str], env: Mapping[str, str],
-                   *, timeout: float) -> int:
+                   *, timeout: float, whole_errors: bool = False) -> int:
         """Compile the chapter's program (a file of the catalog's folder) with the learner's package
-        and run it with node there: a compile error is one problem at the learner's file:line."""
+        and run it with node there: a compile error is one problem at the learner's file:line, an
+        uncaught error one line (course.languages.typescript.uncaught), unless `whole_errors`."""
         built, problem = build.build(track, code_root, cache.folder())
         if problem:
             raise CodeProblem(problem)
@@ -149,7 +150,8 @@ class TypeScriptAdapter:
         root = build.package_root(track, code_root)
         return processes.run_bounded([toolchain.find().node, "--enable-source-maps", str(program), *args],
                                      cwd=root if root.is_dir() else code_root, env=toolchain.environment(dict(env)),
-                                     timeout=timeout, what="the demonstration")
+                                     timeout=timeout, what="the demonstration",
+                                     errors=None if whole_errors else uncaught.Collapsed(code_root))
 
 
 def _tests_in(folder: Path) -> dict[str, str]:

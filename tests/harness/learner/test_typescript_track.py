@@ -4,6 +4,7 @@ an exception nobody catches, Ctrl-C, no Node at all)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -128,10 +129,13 @@ def test_throw_exit_hang_and_stray_exception_each_get_their_verdict(course, lear
     retry_ts = learner / "ts/agent/provider/retry.ts"
     edit(retry_ts, "  if (error instanceof StreamCutError) {\n", "  if (error === undefined) {\n    process.exit(0);\n  }\n  if (error instanceof StreamCutError) {\n")
     edit(retry_ts, "    let wait = this.initialMs;\n", "    while (n === 6) {\n      // forever\n    }\n    let wait = this.initialMs;\n")
-    ran = course("check", "--timeout", "3", cwd=learner, timeout=600)
+    results = learner / "results.json"
+    ran = course("check", "--timeout", "3", "--json", str(results), cwd=learner, timeout=600)
     assert ran.code == 1, f"exit {ran.code}\n{ran.out}\n{ran.err}"
     assert "34 passed, 4 failed" in ran.out, ran.out
     seen = verdicts(ran.out)
+    # the terminal shows the first failure's reason; results.json holds every one
+    ran.out += "\n".join(t.get("message", "") for t in json.loads(results.read_text())["tests"])
     assert seen["step_names"] == "FAIL" and "step names are hard" in ran.out and "ts/agent/types.ts" in ran.out, ran.out
     assert seen["retryable_table"] == "ERROR" and "exited with code 0" in ran.out, ran.out
     assert seen["retry_backoff_schedule"] == "TIMEOUT" and "longer than 3 s" in ran.out, (
@@ -221,3 +225,16 @@ def test_demonstration(course, learner):
     none = course("run", cwd=learner, timeout=600)
     assert none.code == 1 and "APIError: HTTP 503" in none.out, none.out + none.err
     assert "Traceback" not in none.out + none.err, none.out + none.err
+
+
+def test_an_uncaught_error_of_the_demonstration_is_one_line():
+    from course.languages.typescript.uncaught import Collapsed
+
+    shown = Collapsed("/tmp/learner")
+    text = ("before\n/tmp/learner/ts/dist/agent/types.js:12\n        throw new Error(\"no\");\n        ^\n\n"
+            "Error: no\n    at stepToolName (/tmp/learner/ts/agent/types.ts:12:9)\n    at main (/elsewhere/demo.ts:3:1)\n\n"
+            "Node.js v20.20.2\nafter\n")
+    for line in text.splitlines(keepends=True):
+        assert shown.feed(line) == []
+    assert "".join(shown.end()) == ("before\nError: no at ts/agent/types.ts:12 (`course run --traceback` shows it whole)\n"
+                                    "after\n")
