@@ -35,4 +35,4 @@ def test_a_documented_ag02_bug_gets_its_pitfall_named(course, learner: Path) -> 
     ran = course("check", cwd=learner)
     assert ran.code == 1, ran.out
     pitfall = chapter.pitfall(mutant.pitfall)
-    assert f"hint: this pattern of failures matches pitfall {pitfall.id}: {pitfall.title}" in ran.out, ran.out
+    assert f"they match pitfall {pitfall.id}: {pitfall.title}" in ran.out, ran.out

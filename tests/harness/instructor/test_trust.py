@@ -166,7 +166,7 @@ def test_verify_names_a_stated_in_that_points_nowhere(course, tmp_path: Path) ->
     assert "FAIL" in step[0], ran.out
     got = [step[0].split("manifest", 1)[1].strip()] + step[1:]
     assert got == [
-        "tiny test_adds: stated_in section 'No such heading' is not a heading of text.md",
+        "tiny test_adds: stated_in section 'No such heading' is not a section of the python track's text (text.md)",
         "tiny test_adds: stated_in docstring 'calc.py::add': add has no docstring in the starter's calc.py",
         "tiny test_adds: stated_in docstring 'other.py::add': other.py is not a file of the chapter",
     ], got
