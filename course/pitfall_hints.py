@@ -187,16 +187,19 @@ def changed_lines(text: str, mutant: Mutant) -> set[int]:
     return lines
 
 
-def mutant_places(track: Track, texts: Mapping[str, str] | None = None) -> dict[str, tuple[str, ...]]:
-    """Each documented mutant's functions, 'file::Function': where its change is in the reference
-    (none for a change outside every function: a table, a constant, a struct's field)."""
+def mutant_places(track: Track, texts: Mapping[str, str] | None = None,
+                  mutants: Sequence[Mutant] | None = None) -> dict[str, tuple[str, ...]]:
+    """Each documented mutant's functions (or those of `mutants`, such as bugs written apart),
+    'file::Function': where its change is in the reference (none for a change outside every function:
+    a table, a constant, a struct's field)."""
     texts = reference_texts(track) if texts is None else texts
+    mutants = track.mutants if mutants is None else mutants
     functions = outline(track)
     if functions is None:
         return {}
-    outlines = {name: functions(text) for name, text in texts.items() if any(m.file == name for m in track.mutants)}
+    outlines = {name: functions(text) for name, text in texts.items() if any(m.file == name for m in mutants)}
     places = {}
-    for mutant in track.mutants:
+    for mutant in mutants:
         lines = changed_lines(texts.get(mutant.file, ""), mutant)
         places[mutant.id] = tuple(sorted({f"{mutant.file}::{f.name}" for f in outlines.get(mutant.file, ())
                                           if any(f.first <= n <= f.last for n in lines)}))

@@ -158,12 +158,11 @@ def evaluate(chapter: Chapter, track: Track, runs: dict[str, dict], bugs: list[t
                        loo_pitfall=judge_pitfall(loo.pitfall, mutant.pitfall),
                        loo_place=judge_place(loo.place, truth))
         rows.append(row)
-    outline = hints.outline(track)
+    # where each bug's change is, read as the documented mutants' places are: the writer's `function`
+    # may name the public function a helper's change sits under
+    changed = hints.mutant_places(track, texts, [bug for bug, _ in bugs])
     for bug, function in bugs:
-        # where the change is, read as the documented mutants' places are: the writer's `function` may
-        # name the public function a helper's change sits under
-        where = {f.name for f in (outline(texts.get(bug.file, "")) if outline else ())
-                 if any(f.first <= n <= f.last for n in hints.changed_lines(texts.get(bug.file, ""), bug))}
+        where = hints.functions_of(changed.get(bug.id, ()))
         row = {"id": bug.id, "pitfall": bug.pitfall or None, "set": "unseen", "status": runs[bug.id]["status"],
                "function": function, "changed": sorted(where)}
         if bug.id in killed:
