@@ -364,13 +364,20 @@ def by_class(place: str, functions: Sequence[Function], known: Known) -> str:
     return f"{path}::{owner}" if unknown else place
 
 
-def name_pitfall(evidence: Evidence, known: Known, place: str = "") -> int | None:
-    """The pitfall whose mutants' signatures the evidence clearly matches, consistent with `place`."""
-    best: dict[int, tuple[float, int]] = {}  # pitfall -> (score, broken checks of the mutant that scored it)
+def _closest(evidence: Evidence, known: Known) -> dict[int, tuple[float, int]]:
+    """Each pitfall's closest documented mutant to the evidence: (its Jaccard index, the broken checks
+    of the mutant that scored it)."""
+    best: dict[int, tuple[float, int]] = {}
     for mutant, signature in known.signatures.items():
         if signature and mutant in known.pitfall_of:
             pitfall = known.pitfall_of[mutant]
             best[pitfall] = max(best.get(pitfall, (0.0, 0)), (similarity(evidence.marks, signature), len(signature)))
+    return best
+
+
+def name_pitfall(evidence: Evidence, known: Known, place: str = "") -> int | None:
+    """The pitfall whose mutants' signatures the evidence clearly matches, consistent with `place`."""
+    best = _closest(evidence, known)
     ranked = _ranked({p: score for p, (score, _) in best.items()})
     pitfall = _clear(ranked, PITFALL_SIMILARITY)
     # the recording's count, not the run's: a timeout that left a test's other cases unrun counts them
@@ -402,12 +409,7 @@ def hint(evidence: Evidence, known: Known, functions: Callable[[str], Sequence[F
 
 def closeness(evidence: Evidence, known: Known) -> dict[int, float]:
     """Each pitfall's closest documented mutant to a failing run (the Jaccard index of signatures)."""
-    best: dict[int, float] = {}
-    for mutant, signature in known.signatures.items():
-        if signature and mutant in known.pitfall_of:
-            pitfall = known.pitfall_of[mutant]
-            best[pitfall] = max(best.get(pitfall, 0.0), similarity(evidence.marks, signature))
-    return best
+    return {pitfall: score for pitfall, (score, _) in _closest(evidence, known).items()}
 
 
 def _found(chapter: Chapter, track: Track, result: CheckResult,
