@@ -16,13 +16,13 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
 from course import processes
 from course.chapters import Chapter, Track
 from course.errors import CourseError, ToolMissing
+from course.languages.common import ToolMutant, ToolReport
 from course.languages.go import build, toolchain
 
 VERSION = "v0.6.0"
@@ -31,53 +31,14 @@ _VERDICT = re.compile(r"^\s*(KILLED|LIVED|NOT COVERED|TIMED OUT|NOT VIABLE|SKIPP
 LIMIT = 3 * 3600.0
 
 
-@dataclass
-class Mutant:
-    status: str
-    mutator: str
-    file: str  # as the learner's tree names it (go/agent/provider/sse.go)
-    line: int
-    column: int
-    source: str = ""  # the line it changed, with the column marked
+class GremlinsReport(ToolReport):
+    """gremlins' verdicts (its efficacy counts KILLED over KILLED and LIVED; ours counts TIMED OUT as killed)."""
 
-    @property
-    def name(self) -> str:
-        return f"{self.mutator} at {self.file}:{self.line}:{self.column}"
-
-
-@dataclass
-class GremlinsReport:
-    mutants: list[Mutant] = field(default_factory=list)
-
-    def count(self, status: str) -> int:
-        return sum(m.status == status for m in self.mutants)
-
-    @property
-    def judged(self) -> int:
-        """KILLED, LIVED and TIMED OUT: the mutants a test run decided (gremlins' efficacy counts the first two)."""
-        return self.count("KILLED") + self.count("LIVED") + self.count("TIMED OUT")
-
-    @property
-    def score(self) -> float:
-        """Killed (timeouts count as killed, as mutmut's score counts them) over every judged mutant."""
-        return (self.count("KILLED") + self.count("TIMED OUT")) / self.judged if self.judged else 0.0
-
-    def show(self, echo: Callable[[str], None]) -> None:
-        echo(f"gremlins: {len(self.mutants)} mutants, {self.count('KILLED')} killed, {self.count('TIMED OUT')} "
-             f"timeouts, {self.count('LIVED')} survived, {self.count('NOT COVERED')} not covered by any test, "
-             f"{self.count('NOT VIABLE')} not viable (they do not compile)")
-        echo(f"score: {self.score:.1%} (killed and timeouts over killed, timeouts and survivors)")
-        for mutant in self.mutants:
-            if mutant.status in ("LIVED", "NOT COVERED"):
-                echo(f"\n--- {'survived' if mutant.status == 'LIVED' else 'no test'}: {mutant.name}")
-                echo(mutant.source)
-
-    def as_dict(self) -> dict:
-        return {"tool": f"gremlins {VERSION}", "judged": self.judged, "killed": self.count("KILLED"),
-                "timeouts": self.count("TIMED OUT"), "survived": [m.name for m in self.mutants if m.status == "LIVED"],
-                "not_covered": [m.name for m in self.mutants if m.status == "NOT COVERED"],
-                "not_viable": self.count("NOT VIABLE"), "score": round(self.score, 4),
-                "sources": {m.name: m.source for m in self.mutants if m.status in ("LIVED", "NOT COVERED")}}
+    LABEL = "gremlins"
+    TOOL = f"gremlins {VERSION}"
+    KILLED, TIMED_OUT, SURVIVED, NOT_COVERED = "KILLED", "TIMED OUT", "LIVED", "NOT COVERED"
+    NOT_VIABLE = ("NOT VIABLE",)
+    NOT_VIABLE_NOTE = " (they do not compile)"
 
 
 def find() -> str:
@@ -134,7 +95,7 @@ def run_gremlins(chapter: Chapter, track: Track, env: Mapping[str, str], *, echo
             if not verdict:
                 continue
             status, mutator, file, row, column = verdict.groups()
-            mutant = Mutant(status, mutator, f"{shown_prefix}/{file}" if shown_prefix not in ("", ".") else file,
+            mutant = ToolMutant(status, mutator, f"{shown_prefix}/{file}" if shown_prefix not in ("", ".") else file,
                             int(row), int(column))
             if status in ("LIVED", "NOT COVERED"):
                 lines = (module / file).read_text(encoding="utf-8").splitlines()

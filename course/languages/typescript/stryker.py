@@ -20,13 +20,12 @@ import json
 import os
 import subprocess
 import tempfile
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from course import processes, regions
 from course.errors import CourseError
+from course.languages.common import ToolMutant, ToolReport
 from course.languages.typescript import build, toolchain
 
 if TYPE_CHECKING:
@@ -38,57 +37,12 @@ LIMIT = 3 * 3600.0
 TEST_LIMIT_MS = 20_000  # a test that hangs on a mutant fails at this, rather than at StrykerJS's own timeout
 
 
-@dataclass
-class Mutant:
-    status: str  # StrykerJS's: Killed, Survived, Timeout, NoCoverage, CompileError, RuntimeError, Ignored
-    mutator: str
-    file: str  # as the learner's tree names it (ts/agent/provider/sse.ts)
-    line: int
-    column: int
-    replacement: str = ""
-    source: str = ""  # the line it changed, with the column marked
+class StrykerReport(ToolReport):
+    """StrykerJS's verdicts (Killed, Survived, Timeout, NoCoverage, CompileError, RuntimeError, Ignored)."""
 
-    @property
-    def name(self) -> str:
-        return f"{self.mutator} at {self.file}:{self.line}:{self.column}"
-
-
-@dataclass
-class StrykerReport:
-    mutants: list[Mutant] = field(default_factory=list)
-
-    def count(self, status: str) -> int:
-        return sum(m.status == status for m in self.mutants)
-
-    @property
-    def judged(self) -> int:
-        """Killed, Timeout and Survived: the mutants a test run decided."""
-        return self.count("Killed") + self.count("Timeout") + self.count("Survived")
-
-    @property
-    def score(self) -> float:
-        """Killed (timeouts count as killed, as --mutmut and --gremlins count them) over every judged mutant."""
-        return (self.count("Killed") + self.count("Timeout")) / self.judged if self.judged else 0.0
-
-    def show(self, echo: Callable[[str], None]) -> None:
-        counts = Counter(m.status for m in self.mutants)
-        echo(f"StrykerJS {VERSION}: {len(self.mutants)} mutants, {counts['Killed']} killed, {counts['Timeout']} timeouts, "
-             f"{counts['Survived']} survived, {counts['NoCoverage']} not covered by any test, "
-             f"{counts['CompileError'] + counts['RuntimeError']} not viable")
-        echo(f"score: {self.score:.1%} (killed and timeouts over killed, timeouts and survivors)")
-        for mutant in self.mutants:
-            if mutant.status in ("Survived", "NoCoverage"):
-                echo(f"\n--- {'survived' if mutant.status == 'Survived' else 'no test'}: {mutant.name}"
-                     + (f" -> {mutant.replacement}" if mutant.replacement else ""))
-                echo(mutant.source)
-
-    def as_dict(self) -> dict:
-        survivors = [m for m in self.mutants if m.status in ("Survived", "NoCoverage")]
-        return {"tool": f"StrykerJS {VERSION}", "judged": self.judged, "killed": self.count("Killed"),
-                "timeouts": self.count("Timeout"), "survived": [m.name for m in self.mutants if m.status == "Survived"],
-                "not_covered": [m.name for m in self.mutants if m.status == "NoCoverage"],
-                "not_viable": self.count("CompileError") + self.count("RuntimeError"), "score": round(self.score, 4),
-                "sources": {m.name: m.source for m in survivors}}
+    LABEL = TOOL = f"StrykerJS {VERSION}"
+    KILLED, TIMED_OUT, SURVIVED, NOT_COVERED = "Killed", "Timeout", "Survived", "NoCoverage"
+    NOT_VIABLE = ("CompileError", "RuntimeError")
 
 
 def stage(track: Track, into: Path, tools: toolchain.Toolchain) -> tuple[Path, list[str]]:
@@ -165,8 +119,8 @@ def run_stryker(chapter: Chapter, track: Track, env: Mapping[str, str], *, echo:
             lines = data.get("source", "").splitlines()
             for found in data["mutants"]:
                 start = found["location"]["start"]
-                mutant = Mutant(found["status"], found["mutatorName"], shown_prefix + file, start["line"], start["column"],
-                                found.get("replacement", ""))
+                mutant = ToolMutant(found["status"], found["mutatorName"], shown_prefix + file, start["line"],
+                                    start["column"], replacement=found.get("replacement", ""))
                 if mutant.status in ("Survived", "NoCoverage") and 0 < mutant.line <= len(lines):
                     text = lines[mutant.line - 1]
                     mutant.source = text + "\n" + " " * (mutant.column - 1) + "^"

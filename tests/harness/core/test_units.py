@@ -251,3 +251,31 @@ def test_a_track_text_replaces_sections_by_number_or_by_title() -> None:
     # an opening replaces the one after the title line; a "##" with a number takes its subsections along
     got = _with_sections(TEXT, "Why it matters in Go.\n\n## 1. Rules\n\nAll of them.\n")
     assert got.startswith("# t · A chapter\n\nWhy it matters in Go.\n\n## 1. Rules\n\nAll of them.\n\n## The loop"), got
+
+
+def test_broad_mutation_reports_score_each_tool_in_its_own_words() -> None:
+    """gremlins and StrykerJS reports: one scoring (timeouts count as killed, not viable ones judge nothing),
+    each tool's verdict words, survivors and untested mutants shown with their line."""
+    from course.languages.common import ToolMutant
+    from course.languages.go.gremlins import GremlinsReport
+    from course.languages.typescript.stryker import StrykerReport
+
+    go = GremlinsReport([ToolMutant(s, "CONDITIONALS_NEGATION", "go/a.go", i, 3, f"src {i}")
+                         for i, s in enumerate(["KILLED", "LIVED", "NOT COVERED", "TIMED OUT", "NOT VIABLE", "KILLED"])])
+    ts = StrykerReport([ToolMutant(s, "EqualityOperator", "ts/a.ts", i, 2, f"line {i}", "x !== y" if i == 1 else "")
+                        for i, s in enumerate(["Killed", "Survived", "NoCoverage", "Timeout", "CompileError",
+                                               "RuntimeError", "Killed"])])
+    shown: list[str] = []
+    go.show(shown.append)
+    ts.show(shown.append)
+    assert shown[0] == ("gremlins: 6 mutants, 2 killed, 1 timeouts, 1 survived, 1 not covered by any test, "
+                        "1 not viable (they do not compile)")
+    assert "\n--- survived: CONDITIONALS_NEGATION at go/a.go:1:3" in shown and "src 2" in shown
+    assert shown[6].startswith("StrykerJS ") and shown[6].endswith(
+        ": 7 mutants, 2 killed, 1 timeouts, 1 survived, 1 not covered by any test, 2 not viable")
+    assert "\n--- survived: EqualityOperator at ts/a.ts:1:2 -> x !== y" in shown
+    assert "\n--- no test: EqualityOperator at ts/a.ts:2:2" in shown
+    for report, viable in ((go, 1), (ts, 2)):
+        got = report.as_dict()
+        assert (report.judged, report.score, got["killed"], got["timeouts"], got["not_viable"]) == (4, 0.75, 2, 1, viable)
+        assert len(got["survived"]) == 1 and len(got["not_covered"]) == 1 and len(got["sources"]) == 2
