@@ -17,6 +17,7 @@ import random
 import re
 import threading
 import time
+import tracemalloc
 from pathlib import Path
 from types import BuiltinFunctionType, FunctionType, GeneratorType, ModuleType
 
@@ -1706,11 +1707,21 @@ def test_sse_reader_contract():
 
 
 def test_sse_linear_time():
-    """How the work grows with the size of one event read 512 bytes at a time: this thread's CPU time
-    per event at 16 KiB and at 32 times that, each the best of several runs taken in turns. A linear
-    reader takes about 32 times as long for 32 times the bytes; one that copies or searches its
-    unfinished text again on every read, about 1000 times. CPU time leaves out the time other
+    """How the work grows with the size of one event read in small pieces, measured two ways.
+
+    First the memory each read takes up beyond what the reader held before it (tracemalloc's peak),
+    summed over one event and divided by its size, at 64 KiB and at 4 times that, read 256 bytes at a
+    time. The figure counts bytes, so it is the same on every machine and under any load: a linear
+    reader's stays the same (about 2.4 for the reference), one that copies or joins its unfinished
+    text on every read has it grow 4 times (from about 130 to 520).
+
+    Then this thread's CPU time per event at 16 KiB and at 32 times that, read 512 bytes at a time,
+    each the best of several runs taken in turns, for the work that allocates nothing, such as
+    searching the unfinished text again from its start. A linear reader takes about 32 times as long
+    for 32 times the bytes; a quadratic one, up to 1000 times. CPU time leaves out the time other
     processes held the core, and load slows every size alike: the ratio holds on a busy machine."""
+    verdict = copy_verdict(64 << 10, 256 << 10, read=256)
+    assert not verdict, verdict
     read = 512
     sizes = [16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10]
     best = [float("inf")] * len(sizes)
@@ -1725,6 +1736,70 @@ def test_sse_linear_time():
             best[i] = min(best[i], took)
     verdict = growth_verdict(sizes, best, read)
     assert not verdict, verdict
+
+
+def copy_verdict(small: int, large: int, read: int) -> str:
+    """'' when the memory the reader takes up per byte of event stays the same from `small` to
+    `large`, else a message that says how it grew and why. A reader that copies its unfinished text
+    on every read takes up about reads / 2 bytes per byte, which grows with the event; growth beyond
+    half the size ratio fails (2x here, against 1x for a linear reader and 4x for a copying one)."""
+    per_byte = [min(bytes_taken(size, read) for _ in range(3)) / size for size in (small, large)]
+    scale = large / small
+    if per_byte[1] <= per_byte[0] * scale / 2:
+        return ""
+    return (f"one event read {read} bytes at a time: the memory each read took up beyond what the reader "
+            f"already held, summed, was {per_byte[0]:.1f} bytes per byte of event at {small >> 10} KiB and "
+            f"{per_byte[1]:.1f} at {large >> 10} KiB ({per_byte[1] / per_byte[0]:.1f}x for {scale:.0f}x the size; "
+            f"a linear reader's stays the same). Each read copies the unfinished text again: keep its "
+            f"pieces in a list, join them once when the event ends, and look for line ends only in the "
+            f"text the read brought")
+
+
+def bytes_taken(size: int, read: int) -> int:
+    """Reads one event of `size` x's, `read` bytes per read, under tracemalloc; gives the memory each
+    step between two reads took up at its peak beyond what was in use when it began, summed over
+    the event. Other threads' allocations can only add to it: the caller takes the least of a few."""
+    pieces = MeteredReader(itertools.chain([b"data: "], itertools.repeat(b"x" * read, size // read), [b"\n\n"]))
+    events = iter(sse.EventReader(pieces, read_size=read))
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start()
+    try:
+        pieces.step()
+        first = next(events, None)
+        pieces.step()
+    finally:
+        if not tracing:
+            tracemalloc.stop()
+    if first is None or len(first.data) != size:
+        pytest.fail(f"an event of {size} bytes read {read} bytes at a time came back with "
+                    f"{len(first.data) if first else 0} characters (test_sse_large_event checks the text in detail)",
+                    pytrace=False)
+    return pieces.taken
+
+
+class MeteredReader(PiecesReader):
+    """A PiecesReader that adds up, from one read to the next, how far tracemalloc's peak rose above
+    the memory in use when the step began: what the reader allocated in the step and still held at
+    its busiest moment, including what it threw away before the next read."""
+
+    def __init__(self, pieces) -> None:
+        super().__init__(pieces)
+        self.taken = 0
+        self._in_use = 0
+
+    def step(self, counted: bool = True) -> None:
+        in_use, peak = tracemalloc.get_traced_memory()
+        if counted and self._in_use:
+            self.taken += peak - self._in_use
+        self._in_use = in_use
+        tracemalloc.reset_peak()
+
+    def read(self, n: int = -1) -> bytes:
+        self.step()
+        data = super().read(n)
+        self.step(counted=False)  # the piece handed over is the reader's input, not its work
+        return data
 
 
 def growth_verdict(sizes: list[int], times: list[float], read: int) -> str:
