@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from course import cache, services
+from course.languages import capability
 from course.results import ERROR, SKIP, TIMEOUT, CaseResult, RunOutcome
 from course.languages.protocol import (
     Adapter,
@@ -38,6 +39,7 @@ from course.languages.protocol import (
     Problem,
     RunRequest,
     Worker,
+    WorkerServices,
 )
 
 # Grace on top of the per-test time before a worker that stopped answering is killed (code that
@@ -76,8 +78,11 @@ def run(adapter: Adapter, request: RunRequest, on_case: Callable[[CaseResult], N
     if missing:  # said before any service starts or anything is built
         return RunOutcome(problem=missing)
     shares = split(request.tests, request.workers if adapter.splits else 1, _weights(request))
+    hosts = capability(adapter, WorkerServices)
+    in_workers = hosts.services_in_workers() if hosts is not None else frozenset()
     # the workers start getting ready now, while the services start and the code is prepared
-    with adapter.ahead(request, len(shares)), services.environment(request.track) as env, ExitStack() as stack:
+    with adapter.ahead(request, len(shares)), services.environment(request.track, in_workers=in_workers) as env, \
+            ExitStack() as stack:
         request = replace(request, env={**env, **request.env})
         if request.coverage:
             coverage_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="course-coverage-"))

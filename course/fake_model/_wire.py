@@ -87,8 +87,9 @@ class Responder:
     # ---- whole answers ---------------------------------------------------------------------------
 
     def send(self, status: int, body: bytes, content_type: str, headers: tuple[tuple[str, str], ...] = ()) -> bool:
-        """A complete answer with a Content-Length (HEAD gets the head only)."""
-        if not self.start(status, (("Content-Type", content_type), ("Content-Length", str(len(body))), *headers)):
+        """A complete answer with a Content-Length (HEAD gets the head only), in one write: a client
+        waiting for it wakes once, not for the head and again for the body."""
+        if not self.start(status, (("Content-Type", content_type), ("Content-Length", str(len(body))), *headers), hold=True):
             return False
         return self.write(body) and self.end()
 
@@ -196,6 +197,8 @@ class Responder:
             return False
         if self._held:
             data, self._held = self._held + data, b""
+        if not data:  # the end of a body with a Content-Length: nothing to send
+            return True
         try:
             self._sock.sendall(data)
             return True

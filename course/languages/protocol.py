@@ -19,7 +19,8 @@ What a catalog needs from the harness reaches it through the environment, the sa
 language: request.env, given to the test process as it is (course.environment names the variables).
 
 Below the events: Adapter, what every language implements, and the optional capabilities only some
-offer (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration, Foreground, Outline), which an
+offer (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration, Foreground, Outline,
+WorkerServices), which an
 adapter declares in `capabilities` and a command asks for with course.languages.capability.
 course.languages.scripted is the smallest adapter that keeps the contract; contract_problems says what
 one lacks.
@@ -308,6 +309,18 @@ class Foreground(Protocol):
         one; where it cannot, print the commands that do, to run by hand, and return 0."""
 
 
+@runtime_checkable
+class WorkerServices(Protocol):
+    """Services (course.services) that each worker of a run starts inside its own process, for its
+    own tests, where the run would otherwise start one for all of them: a test and the service it
+    talks to then hand over within one process, on one core, at every exchange. The catalog reaches
+    the service the same way (the variables course.services.start gives, set in the worker's
+    environment before any test runs)."""
+
+    def services_in_workers(self) -> frozenset[str]:
+        """The names of the services this language's workers start themselves."""
+
+
 @dataclass(frozen=True)
 class Function:
     """A function or method a source file defines, as a learner reads its name."""
@@ -329,7 +342,7 @@ class Outline(Protocol):
 
 
 CAPABILITIES: tuple[type, ...] = (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration, Foreground,
-                                  Outline)
+                                  Outline, WorkerServices)
 
 
 def contract_problems(adapter: object) -> list[str]:

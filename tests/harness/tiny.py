@@ -31,13 +31,15 @@ def add(a, b):
 
 def tiny_chapter(root: Path, *, tests: str, reference: str, starter: str = STARTER, text: str = TEXT,
                  stated_in: list[dict] | None = None, mutants: list[dict] | None = None,
-                 pitfalls: list[dict] | None = None, selftest: str = "") -> Path:
+                 pitfalls: list[dict] | None = None, selftest: str = "", services: list[str] | None = None) -> Path:
     """Write the chapter under `root` (a content folder) and return `root`. Every test_ function of
     `tests` becomes a catalog entry, in file order. `selftest`, when given, is the example of the
-    learner's own tests that `start` writes (as tests_mine/tiny/test_mine.py)."""
+    learner's own tests that `start` writes (as tests_mine/tiny/test_mine.py); `services`, those the
+    track lists (course.services)."""
     names = re.findall(r"^def test_(\w+)\(", textwrap.dedent(tests), flags=re.M)
     track = {"files": ["calc.py"], "modules": ["calc"], "catalog": names, "mutants": mutants or [],
-             **({"selftest": f"tests_mine/{CHAPTER}/test_mine.py"} if selftest else {})}
+             **({"selftest": f"tests_mine/{CHAPTER}/test_mine.py"} if selftest else {}),
+             **({"services": services} if services else {})}
     return _write(root, names, {"python": track}, pitfalls=pitfalls, stated_in=stated_in, files={
         f"chapters/{CHAPTER}/text.md": text,
         f"starter/python/{CHAPTER}/calc.py": starter,

@@ -13,9 +13,10 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-# Imported once by the fork server. Never the code under test: only the harness's side of a run and
-# standard-library modules that chapter code commonly imports.
-PRELOAD = ["course.languages.python.worker", "http.client", "json", "dataclasses",
+# Imported once by the fork server. Never the code under test: only the harness's side of a run (the
+# fake model included: a worker hosts it for a track that lists it) and standard-library modules
+# that chapter code commonly imports.
+PRELOAD = ["course.languages.python.worker", "course.fake_model", "http.client", "json", "dataclasses",
            "enum", "contextvars", "codecs", "urllib.parse", "concurrent.futures",
            "course.languages.python.preload"]
 # Said by a worker once it is set up and waits for its run's spec (not an event: the runner never sees it).

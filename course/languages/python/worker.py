@@ -18,14 +18,14 @@ import sys
 import time
 import traceback
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from course import content, processes
+from course import content, processes, services
 from course.results import Status
 from course.languages.python.handshake import WAITING
 from course.languages.protocol import CaseFinished, CaseId, Collected, Event, Finished, Problem, encode
@@ -180,6 +180,8 @@ class CatalogPlugin:
         self.code_root = os.path.realpath(ready["code_root"])
         self.tests_root = os.path.realpath(ready["tests_dir"])
         self.modules: list[str] = ready.get("modules", [])
+        self.ready = ready
+        self.services = ExitStack()  # the services this worker hosts, started with its run
         self.events = events
         self.orders = orders
         self.given = spec  # the run's spec, when it came with the process (course check)
@@ -223,6 +225,8 @@ class CatalogPlugin:
         sys.path.insert(front, self.code_root)
         os.chdir(self.code_root)
         os.environ.update(spec["env"])  # what the catalog needs from the harness (COURSE_FIXTURES, ...)
+        for name in self.ready.get("services", ()):  # this worker's own (WorkerServices); they end with it
+            os.environ.update(self.services.enter_context(services.start(name)))
         self.measure = _start_coverage(spec.get("coverage"))
         with timer(self.timeout, f"took longer than {self.timeout:g} s"):
             problem = import_modules(self.modules, self.code_root, self.max_file_bytes)
@@ -428,6 +432,8 @@ def run(ready: dict[str, Any], channel: Connection, orders: Connection, spec: di
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     if ready.get("preload"):
         _preload(ready["tests_dir"], code_root, ready["files"])
+    for name in ready.get("services", ()):
+        services.load(name)  # started once the run's spec comes (CatalogPlugin.begin)
 
     learners = bool(ready.get("learners_tests"))
     unused = UNUSED_PLUGINS + (() if learners else UNUSED_BY_CATALOGS)

@@ -15,6 +15,7 @@ import pytest
 
 from course import runner
 from course.chapters import Track
+from course.environment import FAKE_MODEL_VAR
 from course.languages.protocol import (
     CaseFinished,
     CaseId,
@@ -25,6 +26,7 @@ from course.languages.protocol import (
     Prepared,
     Problem,
     RunRequest,
+    WorkerServices,
     decode,
     encode,
 )
@@ -256,3 +258,36 @@ def test_a_run_asked_to_stop_before_it_starts_starts_no_worker(tmp_path: Path) -
     with pytest.raises(runner.Abandoned):
         runner.run(adapter, request(tmp_path), stop=lambda: True)
     assert adapter.skips == [], "no worker started for a run given up before its code was prepared"
+
+
+class _Hosting(ScriptedAdapter):
+    """The scripted adapter, keeping each start()'s environment, and (when `hosts`) declaring that its
+    workers start the fake model themselves (WorkerServices)."""
+
+    def __init__(self, hosts: bool) -> None:
+        super().__init__([])
+        self.envs: list[dict[str, str]] = []
+        if hosts:
+            self.capabilities = {**self.capabilities, WorkerServices: self}
+
+    def services_in_workers(self) -> frozenset[str]:
+        return frozenset({"fake-model"})
+
+    def start(self, request: RunRequest, prepared: Prepared, skip: frozenset[str]):  # noqa: ANN201
+        self.envs.append(dict(request.env))
+        return super().start(request, prepared, skip)
+
+
+@pytest.mark.parametrize("hosts", [False, True], ids=["run-starts-it", "workers-host-it"])
+def test_a_service_is_started_by_the_run_unless_the_workers_host_it(tmp_path: Path, hosts: bool) -> None:
+    """A track's fake model is the run's, named in every worker's environment; where the adapter
+    declares WorkerServices the run starts none and names none (each worker starts its own)."""
+    track = Track(chapter_id="none", language="scripted", files=(), services=("fake-model",))
+    adapter = _Hosting(hosts)
+    outcome = runner.run(adapter, RunRequest(track=track, code_root=tmp_path, tests=("a",), timeout=1.0, build_dir=tmp_path))
+    assert outcome.problem == "" and adapter.envs, outcome
+    named = [env.get(FAKE_MODEL_VAR, "") for env in adapter.envs]
+    if hosts:
+        assert named == [""] * len(named), f"the run started a fake model its workers host: {named}"
+    else:
+        assert all(url.startswith("http://127.0.0.1:") for url in named), named

@@ -141,3 +141,36 @@ def test_{name}():
     assert len(seen) == 2, f"two workers, one test each: {seen}"
     cores = [ast.literal_eval(affinity) for affinity in seen.values()]
     assert all(len(c) == 1 for c in cores) and cores[0] != cores[1], cores
+
+
+def test_each_worker_hosts_the_fake_model_its_tests_reach(course, tmp_path: Path) -> None:
+    """The Python adapter's workers host the services a track lists (WorkerServices): the fake model a
+    test reaches by COURSE_FAKE_MODEL_URL answers from the test's own process, one per worker."""
+    tests = '''\
+import json
+import os
+import threading
+import urllib.request
+
+
+def check_own_fake_model():
+    url = os.environ["COURSE_FAKE_MODEL_URL"]
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    assert f"fake-model:{port}" in {t.name for t in threading.enumerate()}, f"{url} is not served by this process"
+    with urllib.request.urlopen(url.removesuffix("/v1") + "/_fake/state", timeout=5) as answer:
+        assert json.load(answer)["requests"] == [], "a fresh fake model has recorded nothing"
+
+
+def test_one():
+    check_own_fake_model()
+    assert calc.add(1, 2) == 3, "1 + 2"
+
+
+def test_two():
+    check_own_fake_model()
+    assert calc.add(2, 2) == 4, "2 + 2"
+'''
+    content = tiny_chapter(tmp_path / "content", tests=tests, reference="def add(a, b):\n    return a + b\n",
+                           services=["fake-model"])
+    ran = course("check", CHAPTER, "--reference", cwd=tmp_path, env={"COURSE_CONTENT": str(content)})
+    assert ran.code == 0 and "2 passed" in ran.out, ran.out + ran.err

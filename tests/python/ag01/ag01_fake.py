@@ -12,9 +12,10 @@ replies this catalog scripts. The control surface and the JSON form are the fake
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
+import socket
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -64,6 +65,8 @@ class FakeModel:
         return cls(made["base_url"])
 
     def release(self) -> None:
+        """Close this test's control connections and give the fake model back."""
+        close_connections(self.port)
         control(run_url(), "POST", "release", {"port": self.port})
 
     def control(self, method: str, what: str, body: Any = None) -> Any:
@@ -101,19 +104,92 @@ def run_url() -> str:
 
 
 def control(base_url: str, method: str, what: str, body: Any = None) -> Any:
-    """One request to a fake model's control surface (/_fake/WHAT beside /v1); its JSON answer."""
+    """One request to a fake model's control surface (/_fake/WHAT beside /v1); its JSON answer. The
+    connection is kept for the next request to the same fake model (a test makes dozens)."""
     parts = urlsplit(base_url)
-    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=30)
-    try:
-        payload = None if body is None else json.dumps(body).encode("utf-8")
-        conn.request(method, f"/_fake/{what}", body=payload, headers={"Content-Type": "application/json"})
-        answer = conn.getresponse()
-        raw = answer.read()
-    finally:
-        conn.close()
-    if answer.status != 200:
-        raise RuntimeError(f"the fake model's /_fake/{what}: HTTP {answer.status}: {raw.decode('utf-8', 'replace')}")
+    where = (parts.hostname or "127.0.0.1", parts.port or 80)
+    payload = b"" if body is None else json.dumps(body).encode("utf-8")
+    while True:
+        conn, kept = _connection(where)
+        try:
+            status, raw = conn.exchange(method, f"/_fake/{what}", payload)
+        except ConnectionError:
+            conn.close()
+            if kept:
+                continue  # the fake model closed a connection left idle: again, on another
+            raise
+        except BaseException:
+            conn.close()
+            raise
+        _give_back(where, conn)
+        break
+    if status != 200:
+        raise RuntimeError(f"the fake model's /_fake/{what}: HTTP {status}: {raw.decode('utf-8', 'replace')}")
     return json.loads(raw) if raw else None
+
+
+class _ControlConnection:
+    """HTTP/1.1 for the control surface's small JSON requests, kept alive between them. It reads only
+    what the fake model sends there (a Content-Length body); http.client would do, at twice the cost
+    per request, and a test makes dozens."""
+
+    def __init__(self, where: tuple[str, int]) -> None:
+        self._sock = socket.create_connection(where, timeout=30)
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._host = f"{where[0]}:{where[1]}".encode("ascii")
+        self._pending = b""
+
+    def exchange(self, method: str, target: str, body: bytes) -> tuple[int, bytes]:
+        self._sock.sendall(b"%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                           % (method.encode("ascii"), target.encode("ascii"), self._host, len(body), body))
+        while b"\r\n\r\n" not in self._pending:
+            self._receive()
+        head, _, self._pending = self._pending.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        status = int(lines[0].split(b" ", 2)[1])
+        length = next((int(value) for name, _, value in (line.partition(b":") for line in lines[1:])
+                       if name.strip().lower() == b"content-length"), 0)
+        while len(self._pending) < length:
+            self._receive()
+        answer, self._pending = self._pending[:length], self._pending[length:]
+        return status, answer
+
+    def _receive(self) -> None:
+        data = self._sock.recv(65536)
+        if not data:
+            raise ConnectionResetError("the fake model closed the connection")
+        self._pending += data
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+# Idle control connections, by fake model (host, port): each request takes one (or opens one) and
+# gives it back, so requests from several threads of a test never share a connection at once.
+_idle: dict[tuple[str, int], list[_ControlConnection]] = {}
+_idle_lock = threading.Lock()
+
+
+def _connection(where: tuple[str, int]) -> tuple[_ControlConnection, bool]:
+    """An idle connection to `where` and True, else a new one and False."""
+    with _idle_lock:
+        idle = _idle.get(where)
+        if idle:
+            return idle.pop(), True
+    return _ControlConnection(where), False
+
+
+def _give_back(where: tuple[str, int], conn: _ControlConnection) -> None:
+    with _idle_lock:
+        _idle.setdefault(where, []).append(conn)
+
+
+def close_connections(port: int) -> None:
+    """Close the kept control connections to the fake model on `port` (before it is given back)."""
+    with _idle_lock:
+        gone = [conn for where in [w for w in _idle if w[1] == port] for conn in _idle.pop(where)]
+    for conn in gone:
+        conn.close()
 
 
 # ---- replies, in the JSON form the fake model reads ---------------------------------------------------
