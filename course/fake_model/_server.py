@@ -36,7 +36,7 @@ class FakeModel:
         self._fresh: dict[int, FakeModel] = {}  # the fake models started through /_fake/fresh, by port
         self._fresh_lock = threading.Lock()
         routes = family_routes(self._start_fresh, self._release_fresh, self._url_of)
-        self._server = Server(self.host, port, App(self.state, log=log, routes=routes), on_client_gone=self.state.client_gone.set)
+        self._server = Server(self.host, port, App(self.state, log=log, routes=routes), on_client_gone=self.state.client_gone_setter)
         self.port: int = self._server.port
         self._started = False
 

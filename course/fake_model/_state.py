@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from course.fake_model._replies import Reply
 
@@ -54,6 +54,7 @@ class State:
         self._issued: set[str] = set()
         self._calls = 0
         self._completions = 0
+        self._cleared = 0  # how many times clear() ran: a stream of before the last one is not this script's
 
     # ---- the script ----------------------------------------------------------------------------------
 
@@ -79,9 +80,23 @@ class State:
         with self._lock:
             self._script.clear()
             self._requests.clear()
-        self.client_gone.clear()
+            self._cleared += 1
+            self.client_gone.clear()
 
     # ---- what happened -------------------------------------------------------------------------------
+
+    def client_gone_setter(self) -> Callable[[], None]:
+        """What a request's stream calls when its client leaves before the end: sets ``client_gone``,
+        unless the state was cleared since the request came (a stream left over from a test before
+        must not answer the next test's question)."""
+        with self._lock:
+            cleared = self._cleared
+
+        def gone() -> None:
+            with self._lock:
+                if self._cleared == cleared:
+                    self.client_gone.set()
+        return gone
 
     def record(self, request: RecordedRequest) -> None:
         with self._lock:

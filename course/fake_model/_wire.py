@@ -217,9 +217,13 @@ def _reason(status: int) -> bytes:
 
 
 class Server:
-    """Accepts connections on a loopback address and serves each in its own thread until stopped."""
+    """Accepts connections on a loopback address and serves each in its own thread until stopped.
 
-    def __init__(self, host: str, port: int, handler: Handler, *, on_client_gone: Callable[[], None] = lambda: None) -> None:
+    ``on_client_gone`` is asked as each request starts, and gives what its answer calls if the client
+    leaves before the end (the state decides whether that still counts when it happens)."""
+
+    def __init__(self, host: str, port: int, handler: Handler, *,
+                 on_client_gone: Callable[[], Callable[[], None]] = lambda: lambda: None) -> None:
         self._handler = handler
         self._on_client_gone = on_client_gone
         self.stopping = threading.Event()
@@ -309,7 +313,8 @@ class Server:
 class _Connection:
     """Requests one after the other on one socket (keep-alive), each answered by the handler."""
 
-    def __init__(self, sock: socket.socket, handler: Handler, stopping: threading.Event, on_client_gone: Callable[[], None]) -> None:
+    def __init__(self, sock: socket.socket, handler: Handler, stopping: threading.Event,
+                 on_client_gone: Callable[[], Callable[[], None]]) -> None:
         self.sock = sock
         self.handler = handler
         self.stopping = stopping
@@ -331,7 +336,7 @@ class _Connection:
                 return
             if request is None:
                 return
-            responder = Responder(self.sock, self.h11, request, self.stopping, self.on_client_gone)
+            responder = Responder(self.sock, self.h11, request, self.stopping, self.on_client_gone())
             self.handler(request, responder)
             if not responder.finished:  # a handler that forgot to finish: end the body cleanly
                 if not responder.started:

@@ -206,3 +206,25 @@ def test_wait_answers_when_a_client_leaves_a_stream_or_at_its_timeout(fm) -> Non
     assert answer.status == 200 and answer.read(20)
     conn.close()
     assert control(fm.port, "wait", {"for": "client_gone", "timeout": 5}) == (200, {"client_gone": True})
+
+
+def test_a_stream_of_before_a_reset_never_says_a_client_left(fm) -> None:  # noqa: ANN001
+    """The catalogs reset one fake model between tests: a stream a test left running must not tell
+    the next one, after the reset, that its client left."""
+    fm.script(fake_model.slow(interval=0.01, duration=5.0))
+    conn = http.client.HTTPConnection("127.0.0.1", fm.port, timeout=10)
+    conn.request("POST", "/v1/chat/completions",
+                 body=json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}))
+    answer = conn.getresponse()
+    assert answer.status == 200 and answer.read(20)
+    assert control(fm.port, "reset") == (200, {"pending": 0})
+    conn.close()  # the stream of before the reset loses its client now
+    assert control(fm.port, "wait", {"for": "client_gone", "timeout": 0.5}) == (200, {"client_gone": False})
+    fm.script(fake_model.slow(interval=0.01, duration=5.0))
+    conn = http.client.HTTPConnection("127.0.0.1", fm.port, timeout=10)
+    conn.request("POST", "/v1/chat/completions",
+                 body=json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}))
+    answer = conn.getresponse()
+    assert answer.status == 200 and answer.read(20)
+    conn.close()
+    assert control(fm.port, "wait", {"for": "client_gone", "timeout": 5}) == (200, {"client_gone": True})

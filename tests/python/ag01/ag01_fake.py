@@ -1,9 +1,10 @@
 """The course fake model as the ag01 catalog reaches it: by its URL, scripted over HTTP.
 
-`course check` starts one fake model for the run and names it in COURSE_FAKE_MODEL_URL, as it does for
-the Go and TypeScript catalogs; nothing here imports the harness. Tests of this catalog may run at
-once in several workers, so each test asks that fake model for one of its own (POST /_fake/fresh: its
-own port, script, recorded requests and ids) and gives it back afterwards (POST /_fake/release).
+`course check` names the run's fake model in COURSE_FAKE_MODEL_URL, as it does for the Go and TypeScript
+catalogs; nothing here imports the harness. Tests of this catalog may run at once in several
+processes, so each process asks that fake model once for one of its own (POST /_fake/fresh: its own
+port, script, recorded requests and ids) and, like the Go and TypeScript catalogs, resets it before
+each test (POST /_fake/reset). Under `course check` each worker hosts the run's fake model itself.
 
 Replies are the JSON form the fake model reads (POST /_fake/script); the builders below write the
 replies this catalog scripts. The control surface and the JSON form are the fake model's public face
@@ -60,14 +61,13 @@ class FakeModel:
         self.client_gone = _ClientGone(self)
 
     @classmethod
-    def fresh(cls) -> FakeModel:
-        made = control(run_url(), "POST", "fresh")
-        return cls(made["base_url"])
-
-    def release(self) -> None:
-        """Close this test's control connections and give the fake model back."""
-        close_connections(self.port)
-        control(run_url(), "POST", "release", {"port": self.port})
+    def of_this_process(cls) -> FakeModel:
+        """This process's own fake model, made by the run's on first use; it lives as long as the
+        process (or the run's fake model)."""
+        key = (os.getpid(), run_url())
+        if key not in _OWN:
+            _OWN[key] = cls(control(run_url(), "POST", "fresh")["base_url"])
+        return _OWN[key]
 
     def control(self, method: str, what: str, body: Any = None) -> Any:
         return control(self.base_url, method, what, body)
@@ -93,6 +93,9 @@ class FakeModel:
     def issued_call_ids(self) -> set[str]:
         """Every tool-call id this fake model has sent."""
         return set(self.state()["issued_call_ids"])
+
+
+_OWN: dict[tuple[int, str], FakeModel] = {}  # by process and run: see FakeModel.of_this_process
 
 
 def run_url() -> str:
@@ -182,14 +185,6 @@ def _connection(where: tuple[str, int]) -> tuple[_ControlConnection, bool]:
 def _give_back(where: tuple[str, int], conn: _ControlConnection) -> None:
     with _idle_lock:
         _idle.setdefault(where, []).append(conn)
-
-
-def close_connections(port: int) -> None:
-    """Close the kept control connections to the fake model on `port` (before it is given back)."""
-    with _idle_lock:
-        gone = [conn for where in [w for w in _idle if w[1] == port] for conn in _idle.pop(where)]
-    for conn in gone:
-        conn.close()
 
 
 # ---- replies, in the JSON form the fake model reads ---------------------------------------------------

@@ -88,14 +88,12 @@ def no_unclosed_client_sockets(port: int) -> Iterator[None]:
 
 @pytest.fixture
 def fake():
-    """A course fake model of this test's own, made by the run's (COURSE_FAKE_MODEL_URL) and given back
-    after the test (see ag01_fake.py)."""
-    fm = FakeModel.fresh()
-    try:
-        with no_unclosed_client_sockets(fm.port):
-            yield fm
-    finally:
-        fm.release()
+    """This worker's course fake model (made by the run's, COURSE_FAKE_MODEL_URL), reset for the test
+    (see ag01_fake.py)."""
+    fm = FakeModel.of_this_process()
+    fm.clear()
+    with no_unclosed_client_sockets(fm.port):
+        yield fm
 
 
 def raw_server() -> Iterator[RawServer]:
