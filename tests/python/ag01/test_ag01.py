@@ -1723,7 +1723,7 @@ def test_sse_linear_time():
     verdict = copy_verdict(16 << 10, 64 << 10, read=256)
     assert not verdict, verdict
     read = 512
-    sizes = [16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10]
+    sizes = [16 << 10, 512 << 10]  # the verdict compares the two ends
     best = [float("inf")] * len(sizes)
     for round_ in range(5):
         for i, size in enumerate(sizes):
