@@ -194,16 +194,22 @@ def test_fresh_fake_models_stop_with_the_one_that_made_them() -> None:
             socket.create_connection(("127.0.0.1", port), timeout=2).close()
 
 
-def test_wait_answers_when_a_client_leaves_a_stream_or_at_its_timeout(fm) -> None:  # noqa: ANN001
-    assert control(fm.port, "wait", {"for": "client_gone", "timeout": 0}) == (200, {"client_gone": False})
-    assert control(fm.port, "wait", {"for": "nothing"})[0] == 400
-    assert control(fm.port, "wait", {"for": "client_gone", "timeout": -1})[0] == 400
+def slow_stream_begun(fm) -> http.client.HTTPConnection:  # noqa: ANN001
+    """A client connection in the middle of a slow stream from `fm` (its first bytes read)."""
     fm.script(fake_model.slow(interval=0.01, duration=5.0))
     conn = http.client.HTTPConnection("127.0.0.1", fm.port, timeout=10)
     conn.request("POST", "/v1/chat/completions",
                  body=json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}))
     answer = conn.getresponse()
-    assert answer.status == 200 and answer.read(20)
+    assert answer.status == 200 and answer.read(20), "the slow stream began"
+    return conn
+
+
+def test_wait_answers_when_a_client_leaves_a_stream_or_at_its_timeout(fm) -> None:  # noqa: ANN001
+    assert control(fm.port, "wait", {"for": "client_gone", "timeout": 0}) == (200, {"client_gone": False})
+    assert control(fm.port, "wait", {"for": "nothing"})[0] == 400
+    assert control(fm.port, "wait", {"for": "client_gone", "timeout": -1})[0] == 400
+    conn = slow_stream_begun(fm)
     conn.close()
     assert control(fm.port, "wait", {"for": "client_gone", "timeout": 5}) == (200, {"client_gone": True})
 
@@ -211,20 +217,10 @@ def test_wait_answers_when_a_client_leaves_a_stream_or_at_its_timeout(fm) -> Non
 def test_a_stream_of_before_a_reset_never_says_a_client_left(fm) -> None:  # noqa: ANN001
     """The catalogs reset one fake model between tests: a stream a test left running must not tell
     the next one, after the reset, that its client left."""
-    fm.script(fake_model.slow(interval=0.01, duration=5.0))
-    conn = http.client.HTTPConnection("127.0.0.1", fm.port, timeout=10)
-    conn.request("POST", "/v1/chat/completions",
-                 body=json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}))
-    answer = conn.getresponse()
-    assert answer.status == 200 and answer.read(20)
+    conn = slow_stream_begun(fm)
     assert control(fm.port, "reset") == (200, {"pending": 0})
     conn.close()  # the stream of before the reset loses its client now
     assert control(fm.port, "wait", {"for": "client_gone", "timeout": 0.5}) == (200, {"client_gone": False})
-    fm.script(fake_model.slow(interval=0.01, duration=5.0))
-    conn = http.client.HTTPConnection("127.0.0.1", fm.port, timeout=10)
-    conn.request("POST", "/v1/chat/completions",
-                 body=json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}))
-    answer = conn.getresponse()
-    assert answer.status == 200 and answer.read(20)
+    conn = slow_stream_begun(fm)
     conn.close()
     assert control(fm.port, "wait", {"for": "client_gone", "timeout": 5}) == (200, {"client_gone": True})
