@@ -114,6 +114,7 @@ class SharingAdapter:
     exit_call: str = "exit()"
     splits: bool = True
     starts: list = field(default_factory=list)
+    capabilities: dict = field(default_factory=dict)  # none of the optional ones
 
     def ahead(self, request: RunRequest, workers: int):  # noqa: ANN201
         return contextlib.nullcontext()
