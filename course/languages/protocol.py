@@ -20,8 +20,8 @@ language: request.env, given to the test process as it is (course.environment na
 
 Below the events: Adapter, what every language implements, and the optional capabilities only some
 offer (LearnerTests, BroadMutation, CommentBlindDiff, Demonstration, Foreground, Outline,
-WorkerServices), which an
-adapter declares in `capabilities` and a command asks for with course.languages.capability.
+WorkerServices), which an adapter declares in `capabilities` and a command (or the runner) asks for
+with course.languages.capability.
 course.languages.scripted is the smallest adapter that keeps the contract; contract_problems says what
 one lacks.
 """
