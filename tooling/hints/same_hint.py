@@ -15,6 +15,12 @@ import json
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's harness
+
+from course.mutation.documented import KILLED, TIMED_OUT  # noqa: E402
+
+KILLS = (KILLED, TIMED_OUT)  # what precision.py counts as the catalog catching a bug
+
 
 def rows(path: Path) -> tuple[str, dict[str, dict]]:
     """The measurement's chapter and track, and its bugs' rows by id."""
@@ -35,7 +41,7 @@ def compare(quiet: Path, loaded: Path) -> tuple[int, int, list[str]]:
     both = same = 0
     differing = []
     for bug in sorted(before.keys() & after.keys()):
-        killed = [row["status"] == "killed" for row in (before[bug], after[bug])]
+        killed = [row["status"] in KILLS for row in (before[bug], after[bug])]
         if killed == [True, True]:
             both += 1
             if before[bug]["hint"] == after[bug]["hint"]:
