@@ -147,18 +147,22 @@ def test_each_worker_hosts_the_fake_model_its_tests_reach(course, tmp_path: Path
     """The Python adapter's workers host the services a track lists (WorkerServices): the fake model a
     test reaches by COURSE_FAKE_MODEL_URL answers from the test's own process, one per worker."""
     tests = '''\
+import http.client
 import json
 import os
 import threading
-import urllib.request
 
 
 def check_own_fake_model():
     url = os.environ["COURSE_FAKE_MODEL_URL"]
     port = int(url.rsplit(":", 1)[1].split("/")[0])
     assert f"fake-model:{port}" in {t.name for t in threading.enumerate()}, f"{url} is not served by this process"
-    with urllib.request.urlopen(url.removesuffix("/v1") + "/_fake/state", timeout=5) as answer:
-        assert json.load(answer)["requests"] == [], "a fresh fake model has recorded nothing"
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)  # no proxy from the environment
+    try:
+        conn.request("GET", "/_fake/state")
+        assert json.load(conn.getresponse())["requests"] == [], "a fresh fake model has recorded nothing"
+    finally:
+        conn.close()
 
 
 def test_one():
