@@ -121,11 +121,16 @@ def _write(root: Path, names: list[str], tracks: dict, *, files: dict[str, str],
                for name in names]
     manifest = {"format_version": 1, "id": CHAPTER, "title": "Tiny", "order": 99,
                 "pitfalls": pitfalls or [{"id": 1, "title": "a wrong sum"}], "catalog": catalog, "tracks": tracks}
-    for name, body in {f"chapters/{CHAPTER}/chapter.yaml": yaml.safe_dump(manifest, sort_keys=False), **files}.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(body, encoding="utf-8")
+    write_files(root, {f"chapters/{CHAPTER}/chapter.yaml": yaml.safe_dump(manifest, sort_keys=False), **files})
     (root / "fixtures").mkdir(exist_ok=True)
     return root
+
+
+def write_files(root: Path, files: dict[str, str]) -> None:
+    """Each file of `files` (a path under `root` -> its text), its folders made as needed."""
+    for name, body in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(body, encoding="utf-8")
 
 
 TS_REFERENCE = "/** Adding numbers. */\n\n/** The sum of a and b. */\nexport function add(a: number, b: number): number {\n  return a + b;\n}\n"

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from tiny import write_files
+
 REPO = Path(__file__).resolve().parents[3]
 
 # Low to high. A module's floor: its own name if listed, else the longest pattern `X.*` (X itself or
@@ -343,9 +345,7 @@ def test_a_private_import_outside_the_fake_model_is_found(tmp_path: Path) -> Non
         "tests/harness/fake_model/test_ok.py": "from course.fake_model import FakeModel, text\n",
         "course/fake_model/_app.py": "from course.fake_model import _chat\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text, encoding="utf-8")
+    write_files(tmp_path, files)
     assert [line.split(": a private")[0] for line in private_imports(tmp_path)] == [
         "tests/harness/learner/test_bad.py:1 imports course.fake_model._wire",
         "tests/python/ag09/test_bad.py:1 imports course.fake_model._state",

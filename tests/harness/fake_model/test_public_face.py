@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from course import fake_model
+from tiny import write_files
 
 REPO = Path(__file__).resolve().parents[3]
 CATALOGS = ("tests/python", "tests/go", "tests/typescript")
@@ -118,9 +119,7 @@ def test_the_catalog_check_finds_what_it_looks_for(tmp_path: Path) -> None:
         "tests/typescript/ag09/x.ts": "const url = process.env.COURSE_FAKE_MODEL_URL; // coursework\n",
         "tests/python/ag09/test_c.py": "import coursework\nfrom courses import x\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text, encoding="utf-8")
+    write_files(tmp_path, files)
     assert [line.split(": ")[0] for line in harness_in_catalogs(tmp_path)] == [
         "tests/python/ag09/test_a.py:2", "tests/python/ag09/test_b.py:1", "tests/go/ag09/x_test.go:1"]
 
