@@ -31,9 +31,9 @@ def rows(path: Path) -> tuple[str, dict[str, dict]]:
     return f"{first['chapter']} {first['language']}", {row["id"]: row for row in first["rows"]}
 
 
-def compare(quiet: Path, loaded: Path) -> tuple[int, int, list[str]]:
-    """Bugs killed in both runs, how many of them got the same hint, and a line for each that did not
-    (or was killed in one run only)."""
+def compare(quiet: Path, loaded: Path) -> tuple[str, int, int, list[str]]:
+    """The chapter and track, the bugs killed in both runs, how many of them got the same hint, and a
+    line for each that did not (or was killed in one run only)."""
     track, before = rows(quiet)
     other, after = rows(loaded)
     if track != other:
@@ -51,7 +51,7 @@ def compare(quiet: Path, loaded: Path) -> tuple[int, int, list[str]]:
         elif any(killed):
             differing.append(f"{track} {bug}: killed only {'quiet' if killed[0] else 'loaded'} "
                              f"(quiet {before[bug]['status']}, loaded {after[bug]['status']})")
-    return both, same, differing
+    return track, both, same, differing
 
 
 def main(argv: list[str]) -> int:
@@ -61,10 +61,10 @@ def main(argv: list[str]) -> int:
     total_both = total_same = 0
     everything_same = True
     for quiet, loaded in zip(argv[::2], argv[1::2]):
-        both, same, differing = compare(Path(quiet), Path(loaded))
+        track, both, same, differing = compare(Path(quiet), Path(loaded))
         total_both, total_same = total_both + both, total_same + same
         everything_same = everything_same and not differing
-        print(f"{rows(Path(quiet))[0]}: {same} of {both} kills with the same hint")
+        print(f"{track}: {same} of {both} kills with the same hint")
         for line in differing:
             print(f"  {line}")
     print(f"all: {total_same} of {total_both} kills with the same hint")
