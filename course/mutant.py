@@ -20,7 +20,9 @@ __all__ = ["Mutant", "StaleMutant", "apply", "applied"]
 @dataclass(frozen=True)
 class Mutant:
     id: str
-    pitfall: int
+    # the pitfall it is an instance of; None for a bug that matches none of them (documented all the
+    # same: it shows the hints which failures other bugs share with a pitfall's, see pitfall_hints)
+    pitfall: int | None
     description: str
     file: str  # the track's file it changes
     caught_by: tuple[str, ...]  # catalog names documented to fail on it

@@ -105,7 +105,7 @@ def manifest_problems(chapter: Chapter, track: Track) -> list[str]:
         problems.append(f"mutant id {dup!r} appears twice")
     pitfalls = {p.id for p in chapter.pitfalls}
     for mutant in track.mutants:
-        if mutant.pitfall not in pitfalls:
+        if mutant.pitfall is not None and mutant.pitfall not in pitfalls:
             problems.append(f"mutant {mutant.id}: pitfall {mutant.pitfall} is not among the chapter's pitfalls")
         for test in mutant.caught_by:
             if test not in names:
@@ -146,7 +146,7 @@ def place_problems(chapter: Chapter, track: Track) -> list[str]:
     changes = mutant_places(track, texts)
     if not track.places and any(changes.values()):
         wanted: dict[int, list[str]] = {}
-        for mutant in track.mutants:
+        for mutant in (m for m in track.mutants if m.pitfall is not None):
             for place in changes.get(mutant.id, ()):
                 names = wanted.setdefault(mutant.pitfall, [])
                 names.extend([place.partition("::")[2]] if place.partition("::")[2] not in names else [])
@@ -155,6 +155,8 @@ def place_problems(chapter: Chapter, track: Track) -> list[str]:
                            f"need them); its mutants change at least these: {listed}"]
     for mutant, changed in changes.items():
         pitfall = next(m.pitfall for m in track.mutants if m.id == mutant)
+        if pitfall is None:
+            continue  # a bug of no pitfall may be anywhere
         owned = track.places.get(pitfall, ())
         for place in changed:
             function = place.partition("::")[2]
@@ -300,7 +302,7 @@ def fact_problems(chapter: Chapter, track: Track) -> list[str]:
     if pitfalls is not None:
         numbers = [int(n) for n in re.findall(r"(?m)^(?:(\d+)\. |\| *(\d+) *\|)", pitfalls) for n in n if n]
         known = {p.id for p in chapter.pitfalls}
-        documented = {m.pitfall for m in track.mutants}
+        documented = {m.pitfall for m in track.mutants if m.pitfall is not None}
         unknown, twice = sorted(set(numbers) - known), _duplicates([str(n) for n in numbers])
         missing = sorted(documented - set(numbers))
         if unknown or twice or missing:
@@ -409,8 +411,10 @@ def verify_track(chapter: Chapter, track: Track, *, say: Callable[[Finding], Non
          f"{HINT_LEVELS} hint levels for every test; none repeats the reference's code, every section named exists")
 
     reference = run_check(chapter, track, track.reference)
+    broken = [f"{c.entry}{f'[{c.case}]' if c.case else ''} ({c.status}: {c.message.splitlines()[0] if c.message else '-'})"
+              for e in reference.entries for c in e.failures][:3]
     note("reference", reference.ok, f"{reference.passed} of {reference.total} tests pass on the reference"
-         + (f": {reference.problem}" if reference.problem else ""))
+         + (f": {reference.problem}" if reference.problem else "") + (f"; failed: {'; '.join(broken)}" if broken else ""))
 
     with tempfile.TemporaryDirectory(prefix=f"course-{chapter.id}-stubs-") as tmp:
         render_all(chapter, track, Path(tmp))

@@ -65,7 +65,7 @@ def mutants(chapter: Any, only: str, json_path: Path | None, broad: bool, jobs: 
         progress.close()
     for r in results:
         mark = click.style("ok ", fg="green") if r.documented else click.style("BAD", fg="red", bold=True)
-        echo(f"  {mark} {r.mutant.id:<5} {r.status:<8} pitfall {r.mutant.pitfall:<2} {r.mutant.description}")
+        echo(f"  {mark} {r.mutant.id:<5} {r.status:<8} pitfall {r.mutant.pitfall if r.mutant.pitfall is not None else '-':<2} {r.mutant.description}")
         if r.failing:
             echo(click.style(f"            failed: {', '.join(r.failing)}", dim=True))
         if not r.documented:

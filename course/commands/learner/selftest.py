@@ -54,13 +54,14 @@ def selftest(chapter: Any, timeout: float, jobs: int | None) -> None:
              f"{len(result.tests)}):")
     caught, missed = result.caught, result.missed
     echo(f"on the pitfall mutants: your tests catch {len(caught)} of {len(result.mutants)}")
-    by_pitfall: dict[int, list[str]] = {}
+    by_pitfall: dict[int | None, list[str]] = {}
     for mutant in missed:
         by_pitfall.setdefault(mutant.pitfall, []).append(mutant.id)
-    for number, ids in sorted(by_pitfall.items()):
-        pitfall = chapter.pitfall(number)
+    for number, ids in sorted(by_pitfall.items(), key=lambda item: (item[0] is None, item[0] or 0)):
+        pitfall = chapter.pitfall(number) if number is not None else None
         title = f" ({pitfall.title})" if pitfall else ""
-        echo(f"  not caught: pitfall {number}{title}: {', '.join(ids)}")
+        what = f"pitfall {number}{title}" if number is not None else "bugs of no pitfall"
+        echo(f"  not caught: {what}: {', '.join(ids)}")
     if not missed:
         echo(click.style("every pitfall mutant is caught by at least one of your tests", fg="green", bold=True))
     else:

@@ -29,6 +29,13 @@ def test_chapter_ids_normalize(spelling: str) -> None:
     assert normalize_id(spelling) == "ag01", f"normalize_id({spelling!r}) = {normalize_id(spelling)!r}"
 
 
+@pytest.fixture
+def small_signatures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The signatures of _known are of two or three cases, where the real recordings' pitfall mutants
+    have many: here a pitfall may be named from three."""
+    monkeypatch.setattr("course.pitfall_hints.PITFALL_MIN_MARKS", 3)
+
+
 def _known(**extra):  # noqa: ANN003, ANN202
     from course.pitfall_hints import Known
 
@@ -53,7 +60,7 @@ def _known(**extra):  # noqa: ANN003, ANN202
     return Known({**signatures, **extra}, places, pitfall_of, pitfall_places)
 
 
-def test_the_hint_names_a_place_and_a_pitfall_only_on_a_clear_match() -> None:
+def test_the_hint_names_a_place_and_a_pitfall_only_on_a_clear_match(small_signatures: None) -> None:
     from course.pitfall_hints import Evidence, Hint, hint
 
     known = _known()
@@ -94,6 +101,23 @@ def test_a_method_is_named_only_when_the_recordings_know_its_class() -> None:
     assert hint(exact, known, lambda path: short).place == "sse.py::Reader._lines", "a two-line method does not count"
 
 
+def test_a_documented_bug_of_no_pitfall_that_fails_alike_silences_the_pitfall_not_the_place(small_signatures: None) -> None:
+    from course.pitfall_hints import Evidence, Hint, Known, closeness, hint
+
+    known = _known()
+    exact = Evidence(known.signatures["a1"])
+    assert hint(exact, known) == Hint("sse.py::Reader._lines", 2)
+    # another bug in the same function, of no pitfall, fails the same checks: they do not tell the pitfall
+    alike = Known({**known.signatures, "n1": known.signatures["a1"]}, {**known.places, "n1": ("sse.py::Reader._lines",)},
+                  {**known.pitfall_of, "n1": None}, known.pitfall_places)
+    assert hint(exact, alike) == Hint("sse.py::Reader._lines", None)
+    assert set(closeness(exact, alike)) == set(closeness(exact, known)), "no pitfall is not a pitfall to score"
+    # one that fails elsewhere changes nothing
+    apart = Known({**known.signatures, "n1": known.signatures["f1"]}, {**known.places, "n1": ("loop.py::run",)},
+                  {**known.pitfall_of, "n1": None}, known.pitfall_places)
+    assert hint(exact, apart) == Hint("sse.py::Reader._lines", 2)
+
+
 def test_a_loaded_machine_gives_the_same_hint() -> None:
     from course.pitfall_hints import Evidence, hint
 
@@ -106,7 +130,7 @@ def test_a_loaded_machine_gives_the_same_hint() -> None:
     assert hint(half, known) == hint(quiet, known)
 
 
-def test_crashes_point_at_a_place_and_a_pitfall_must_agree_with_it() -> None:
+def test_crashes_point_at_a_place_and_a_pitfall_must_agree_with_it(small_signatures: None) -> None:
     from course.pitfall_hints import Evidence, Hint, hint
 
     known = _known()

@@ -160,7 +160,7 @@ def test_one_documented_bug_gets_its_place_and_pitfall_named(syn, content: Path,
     assert chapter.signatures_path.is_file(), "the synthetic chapter records its kill signatures"
     start_in_process(content, learner)
     syn_reference(content, learner)
-    mutant = next(m for m in track.mutants if m.id == "m1")  # four broken checks: enough to name a pitfall
+    mutant = next(m for m in track.mutants if m.id == "m1")  # nine broken cases: enough to name a pitfall
     apply(mutant, learner)
     ran = syn("check", cwd=learner)
     assert ran.code == 1
@@ -174,3 +174,15 @@ def test_one_documented_bug_gets_its_place_and_pitfall_named(syn, content: Path,
     apply(next(m for m in track.mutants if m.id == "m2"), learner)
     ran = syn("check", cwd=learner)
     assert "hint: the failures come from `total`" in ran.out and "pitfall" not in ran.out.split("hint:")[1], ran.out
+
+def test_a_documented_bug_of_no_pitfall_is_run_listed_and_accepted(syn, content: Path, tmp_path: Path) -> None:
+    data = manifest(content)
+    data["tracks"]["python"]["mutants"][1]["pitfall"] = None  # m2: a bug that matches none of the pitfalls
+    save_manifest(content, data)
+    ran = syn("mutants", SYN, cwd=tmp_path)
+    assert ran.code == 0, ran.out + ran.err
+    assert re.search(r"ok\s+m2\s+killed\s+pitfall -\s", ran.out), ran.out
+    ran = syn("verify", SYN, cwd=tmp_path)
+    assert "pitfall" not in ran.out.split("manifest", 1)[-1].split("\n", 1)[0], ran.out
+    assert "mutant m2" not in ran.out, ran.out  # neither its pitfall nor its places are held against it
+    assert "signatures" in ran.out and "--record" in ran.out, "the recording is stale now, and says so"

@@ -15,7 +15,9 @@ def test_add() -> None:
     assert calc.add(2, 3) == 5, f"add(2, 3) should be 5, got {calc.add(2, 3)!r}"
 
 
-@pytest.mark.parametrize(("a", "b", "want"), [(1, 1, 2), (0, 5, 5), (-2, 2, 0)], ids=["ones", "zero", "negative"])
+@pytest.mark.parametrize(("a", "b", "want"), [(1, 1, 2), (0, 5, 5), (-2, 2, 0), (100, 200, 300), (10, -4, 6), (-1, -1, -2),
+                                             (1000, 1, 1001), (20, 30, 50)],
+                         ids=["ones", "zero", "negative", "hundreds", "mixed", "both_negative", "thousand", "tens"])
 def test_add_cases(a: int, b: int, want: int) -> None:
     assert calc.add(a, b) == want, f"add({a}, {b}) should be {want}"
 
