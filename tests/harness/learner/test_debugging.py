@@ -48,7 +48,7 @@ def test_s_gives_input_the_terminal_and_shows_prints_as_they_happen(content: Pat
     try:
         screen.wait_for(lambda t: "sure? " in t, 120)
         assert "asking" in screen.text, "a print before the question is on screen already"
-        for _ in range(3):  # three cases, each asks
+        for _ in range(8):  # eight cases, each asks
             screen.press("yes\n")
             screen.read(0.5)
         assert screen.process.wait(timeout=60) == 0, screen.text
