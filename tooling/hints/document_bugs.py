@@ -66,6 +66,11 @@ def as_mutant(item: dict, prefix: str) -> Mutant:
                   diff=item.get("diff", ""))
 
 
+def change_of(mutant: Mutant) -> tuple[str, str, str, str]:
+    """What a mutant does to the reference: two mutants with the same change are the same bug."""
+    return mutant.file, mutant.find, mutant.replace, mutant.diff
+
+
 def steady(bug_id: str, evidence: list[dict[str, dict]], timing: set[str]) -> dict | None:
     """The bug's run when every measurement killed it with the same failing tests, not by
     timing-sensitive tests alone; else None."""
@@ -83,7 +88,8 @@ def choose(chapter: Chapter, track: Track, items: list[dict], evidence: list[dic
     known = last_recording(chapter, track)
     texts = hints.reference_texts(track)
     timing = {e.name for e in chapter.catalog if e.timing_sensitive}
-    existing = {(m.file, m.find, m.replace, m.diff) for m in track.mutants}
+    functions = hints.outliner(track, texts)  # the reference outlined once, for every bug's hint
+    existing = {change_of(m) for m in track.mutants}
     mutants = {item["id"]: as_mutant(item, prefix) for item in items}
     places = hints.mutant_places(track, texts, list(mutants.values()))
     failed = set().union(*(hints._checks(s) for s in known.signatures.values() if s))
@@ -91,16 +97,15 @@ def choose(chapter: Chapter, track: Track, items: list[dict], evidence: list[dic
     for item in items:
         mutant = mutants[item["id"]]
         run = steady(item["id"], evidence, timing)
-        if run is None or (mutant.file, mutant.find, mutant.replace, mutant.diff) in existing:
+        if run is None or change_of(mutant) in existing:
             continue
+        changed = hints.functions_of(places.get(mutant.id, ()))
         if mutant.pitfall is not None:
             owned = track.places.get(mutant.pitfall, ())
-            where = hints.functions_of(places.get(mutant.id, ()))
-            if not where or not all(any(hints.contains(o, f) for o in owned) for f in where):
+            if not changed or not all(any(hints.contains(o, f) for o in owned) for f in changed):
                 continue  # documented under its pitfall, it would have to be where the pitfall's text is
         found = hints.Evidence.from_json(run["evidence"])
-        shown = hints.hint(found, known, hints.outliner(track, texts))
-        changed = hints.functions_of(places.get(mutant.id, ()))
+        shown = hints.hint(found, known, functions)
         close = max((hints.similarity(found.marks, s) for m, s in known.signatures.items()
                      if s and known.pitfall_of.get(m) is not None), default=0.0)
         resembles = max((hints.score(found, s) for s in known.signatures.values() if s), default=0.0)
@@ -116,7 +121,7 @@ def choose(chapter: Chapter, track: Track, items: list[dict], evidence: list[dic
             why = f"no function's mutants resemble it ({resembles:.2f})"
         else:
             continue
-        existing.add((mutant.file, mutant.find, mutant.replace, mutant.diff))
+        existing.add(change_of(mutant))
         chosen.append((item, sorted(run["failing"]), why))
     return chosen
 
