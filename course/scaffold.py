@@ -136,6 +136,20 @@ class Restored:
     unchanged: bool = False  # the file already was the stub
 
 
+def changed_given(chapter: Chapter, track: Track, root: Path) -> list[str]:
+    """The given files in root that differ from what this version of the course gives: an edit, or a
+    copy from an older version (a given file is never written over once the learner has it)."""
+    changed = []
+    for name in track.given:
+        path = root / name
+        try:
+            if path.is_file() and path.read_text(encoding="utf-8", errors="replace") != render(chapter, track, name):
+                changed.append(name)
+        except OSError:
+            continue  # unreadable: the check itself says what it could not run
+    return changed
+
+
 def restore(chapter: Chapter, track: Track, root: Path, names: list[str], *, stamp: str) -> list[Restored]:
     """Put the stubs of `names` back. A learner's version is first moved (never copied over, never
     deleted) to root/.course/backup/<stamp>/<name>; a file that already is the stub is left alone."""

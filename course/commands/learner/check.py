@@ -143,12 +143,23 @@ def check(chapter: Any, reference: bool, select: str, case: str, stop_first: boo
         echo("")
         echo(click.style("hint: ", fg="cyan", bold=True) + hint)
     report.summary(result)
+    if repo is not None and not result.ok:
+        _given_changed(chapter, track, code_root)
     report.next_step(result, first, chapter.id)
     if repo is not None and partial:
         echo(click.style("(a partial run: shown, not recorded as progress)", dim=True))
     if repo is not None and result.ok and not partial:
         echo(f"\nchapter {chapter.id} passed. `course diff {chapter.id}` compares your code with the reference.")
     sys.exit(0 if result.ok else 1)
+
+
+def _given_changed(chapter, track, code_root: Path) -> None:  # noqa: ANN001
+    """A failure may be the given code's: say which given files are not the course's, and how to take them."""
+    from course.scaffold import changed_given
+
+    for name in changed_given(chapter, track, code_root):
+        echo(click.style(f"note: {name} is given by the course, and yours is not this version's (edited, or an "
+                         f"older copy): `course reset {name}` takes the course's, yours kept in a backup", fg="yellow"))
 
 
 def _in_the_foreground(target, select: str, pdb_test: str | None) -> int:  # noqa: ANN001

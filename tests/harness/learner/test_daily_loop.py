@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, copy_reference
+from conftest import REPO, copy_reference, syn_reference
 from test_learner_loop import CATALOG, CHAPTER, MANIFEST, verdict_lines
 
 
@@ -99,6 +99,20 @@ def test_reset_moves_the_learners_file_to_a_backup_and_restores_the_stub(course,
     same = course("reset", "agent/types.py", cwd=learner)
     assert same.code == 0 and "already the stub" in same.out
     assert len(list((learner / ".course" / "backup").rglob("types.py"))) == 1
+
+
+def test_a_failing_check_names_given_files_that_are_not_the_courses(syn, started: Path, content: Path) -> None:
+    given = started / "pkg" / "__init__.py"
+    note = "note: pkg/__init__.py is given by the course, and yours is not this version's"
+    stubs = syn("check", cwd=started)
+    assert stubs.code == 1 and note not in stubs.out, "a given file as the course gives it is not mentioned"
+    given.write_text(given.read_text() + "# an older version of the course's file\n")
+    ran = syn("check", cwd=started)
+    assert ran.code == 1 and note in ran.out and "`course reset pkg/__init__.py`" in ran.out, ran.out + ran.err
+    syn_reference(content, started)
+    given.write_text(given.read_text() + "# mine\n")
+    passing = syn("check", cwd=started)
+    assert passing.code == 0 and "note:" not in passing.out, "a check that passes has nothing to explain"
 
 
 def test_reset_all_and_bad_names(course, learner: Path) -> None:

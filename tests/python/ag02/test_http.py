@@ -11,6 +11,8 @@ import json
 import random
 import socket
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
@@ -104,11 +106,14 @@ class Loopback:
             writer.transport.abort()
 
 
-def refused_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"  # nothing listens there now
+@contextmanager
+def refused_url() -> Iterator[str]:
+    """A URL on 127.0.0.1 whose port is bound but not listening: a connection to it is refused. The
+    port stays bound until the block ends, so no server of this run (nor this test's own client)
+    can be given it in the meantime, as a port freed at once could be."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{held.getsockname()[1]}/v1"
 
 
 async def run(url: str, recorder: samples.Recorder, timeout: float = 10.0) -> Message:
@@ -190,7 +195,8 @@ def test_http_opening_retried(case):
 
 
 def test_http_connection_refused():
-    got, _, recorder = outcome([], url=refused_url())
+    with refused_url() as url:
+        got, _, recorder = outcome([], url=url)
     assert isinstance(got, OpenFailure) and got.status is None, f"nothing listening: got {got!r}, want OpenFailure with status None"
     assert len(recorder.sleeps) == 2, f"three attempts, two waits: {recorder.sleeps}"
 

@@ -590,19 +590,26 @@ def test_proxy_over_http():
     weather = demo_tools()["get_weather"]
     tools = {"get_weather": lambda args: (runs.append(args), weather(args))[1]}
     proxy = make_server(HttpUpstream(f"http://127.0.0.1:{upstream.server_address[1]}/v1", api_key="k-1"), tools)
-    idle = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
-    unreachable_port = idle.server_address[1]
-    idle.server_close()  # nothing listens there any more
-    dead = make_server(HttpUpstream(f"http://127.0.0.1:{unreachable_port}/v1"), tools)
+    # a port bound but not listening refuses connections; held for the whole test, it cannot be
+    # given to one of the servers below, as a port freed at once can (the proxy would then reach
+    # that server, or itself)
+    unreachable = socket.socket()
+    unreachable.bind(("127.0.0.1", 0))
+    dead = make_server(HttpUpstream(f"http://127.0.0.1:{unreachable.getsockname()[1]}/v1"), tools)
 
     def crashing(body):
         raise RuntimeError("a bug in the upstream client")
 
     crashed = make_server(crashing, tools)
     release = threading.Event()
-    servers = [upstream, proxy, dead, crashed]
-    for server in servers:
-        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(*started: ThreadingHTTPServer) -> None:
+        for server in started:
+            threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+            servers.append(server)  # once serving: shutdown() waits for a server that never served forever
+
+    start(upstream, proxy, dead, crashed)
 
     def stalled(patience: float) -> tuple[int, str, bytes]:
         """Half a body, then silence, from an upstream of its own, behind a proxy of its own that waits
@@ -610,9 +617,7 @@ def test_proxy_over_http():
         quiet = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
         quiet.script = [(200, body("tool_call")[:150] + b"STALL")]
         impatient = make_server(HttpUpstream(f"http://127.0.0.1:{quiet.server_address[1]}/v1", timeout=patience), tools)
-        for server in (quiet, impatient):
-            servers.append(server)
-            threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+        start(quiet, impatient)
         return post(impatient, "/v1/responses", ask)
 
     heads: list[dict[str, str]] = []
@@ -643,6 +648,14 @@ def test_proxy_over_http():
         stateless = json.dumps({"model": "m", "input": "hi", "stream": True}).encode()
         script[:] = [(200, body("final_text"))]
         assert post(proxy, "/v1/responses", stateless)[2] == body("final_text"), "pass-through over HTTP is byte for byte"
+        whole_event = body("final_text").index(b"\n\n") + 2
+        script[:] = [(200, body("final_text")[:whole_event] + b"CUT")]
+        try:
+            ended = post(proxy, "/v1/responses", stateless)
+        except http.client.IncompleteRead:
+            ended = None  # the chunked body ended without its last chunk: a cut the client sees
+        assert ended is None, ("an upstream that closes short of the Content-Length it announced is a cut, passed on "
+                               f"as one (no last chunk), never a clean end: the client read {ended}")
         script[:] = [(200, body("tool_call")[:150] + b"CUT")]
         status, _, data = post(proxy, "/v1/responses", ask)
         assert status == 502 and json.loads(data)["error"]["code"] == "truncated", \
@@ -680,5 +693,6 @@ def test_proxy_over_http():
         for server in servers:
             server.shutdown()
             server.server_close()
+        unreachable.close()
     with pytest.raises(ValueError):
         HttpUpstream("ftp://example.invalid")

@@ -68,6 +68,9 @@ class UpstreamBody:
             raise FailClosed("truncated", f"the upstream connection broke: {exc}") from None
         if not chunk:
             self.close()
+            if self._answer.length:  # http.client ends a body short of its Content-Length quietly
+                raise FailClosed("truncated", f"the upstream connection closed {self._answer.length} bytes "
+                                              "short of the length it announced")
             raise StopIteration
         return chunk
 

@@ -645,3 +645,23 @@ func noGoroutineLeft(t *testing.T, what string) {
 		}
 	}
 }
+
+// refusedURL is a base URL on 127.0.0.1 whose port is bound but not listening, so that a connection
+// to it is refused. The port stays bound until the test ends: a port closed at once could be given
+// to a server the test starts next (a proxy would then reach that server, or itself).
+func refusedURL(t *testing.T) string {
+	t.Helper()
+	held, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(held) })
+	if err := syscall.Bind(held, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	bound, err := syscall.Getsockname(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/v1", bound.(*syscall.SockaddrInet4).Port)
+}

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -234,14 +233,9 @@ func TestHTTPOpeningRetried(t *testing.T) {
 }
 
 func TestHTTPConnectionRefused(t *testing.T) {
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := "http://" + listener.Addr().String() + "/v1"
-	listener.Close() // nothing listens there now
+	refused := refusedURL(t)
 	rec := &recorder{}
-	_, err = overHTTP(t, refused, nil, rec)
+	_, err := overHTTP(t, refused, nil, rec)
 	var failure *responses.OpenError
 	if !errors.As(err, &failure) || failure.Status != 0 || !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("nothing listening: got %v; want an *OpenError of Status 0 that wraps the refusal (errors.Is ECONNREFUSED)", err)

@@ -23,12 +23,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"tinyllm/agent/responses"
@@ -136,6 +136,7 @@ func offline(name string, sc scenario, data scenarios, tools []responses.ToolSpe
 		fmt.Println("cannot prepare the scenario:", err)
 		return 1
 	}
+	defer opener.release()
 	console := &console{}
 	var waits []time.Duration
 	provider := &responses.Provider{Opener: opener, Model: "gpt-4.1-mini", Report: console.report,
@@ -244,18 +245,18 @@ func loop(p *responses.Provider, history []responses.Message, tools []responses.
 type scriptedOpener struct {
 	base     string
 	refused  string
+	release  func()         // frees the refused URL's port
 	entries  []func() error // scripts the fake model for the attempt; nil: no answer at all
 	attempts int
 	streams  []*countedStream
 }
 
 func newScriptedOpener(sc scenario, base string) (*scriptedOpener, error) {
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	refused, release, err := refusingURL()
 	if err != nil {
 		return nil, err
 	}
-	o := &scriptedOpener{base: base, refused: "http://" + listener.Addr().String() + "/v1"}
-	listener.Close() // nothing listens there now: a connection is refused, as with a server that is down
+	o := &scriptedOpener{base: base, refused: refused, release: release}
 	for _, turn := range sc.Turns {
 		for _, entry := range turn {
 			switch {
@@ -278,6 +279,27 @@ func newScriptedOpener(sc scenario, base string) (*scriptedOpener, error) {
 		}
 	}
 	return o, nil
+}
+
+// refusingURL is a base URL on 127.0.0.1 whose port is bound but not listening: a connection to it
+// is refused, as by a server that is down. Until release, no other server can be given that port,
+// as a port closed at once could be.
+func refusingURL() (url string, release func(), err error) {
+	held, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		return "", nil, err
+	}
+	release = func() { syscall.Close(held) }
+	if err := syscall.Bind(held, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		release()
+		return "", nil, err
+	}
+	bound, err := syscall.Getsockname(held)
+	if err != nil {
+		release()
+		return "", nil, err
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/v1", bound.(*syscall.SockaddrInet4).Port), release, nil
 }
 
 func (o *scriptedOpener) Open(ctx context.Context, req *responses.Request) (responses.Stream, error) {

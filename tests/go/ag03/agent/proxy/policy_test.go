@@ -935,6 +935,17 @@ func TestProxyOverHTTP(t *testing.T) {
 		fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 5000\r\n\r\n%s", body(t, "tool_call")[:150])
 		conn.Close()
 	}
+	whole := body(t, "final_text")
+	up.script(func(w http.ResponseWriter) { // a pass-through cut where an event ends, short of its length
+		conn, _, _ := http.NewResponseController(w).Hijack()
+		fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s",
+			len(whole), whole[:bytes.Index(whole, []byte("\n\n"))+2])
+		conn.Close()
+	})
+	if plain := ask(t, s, map[string]any{"model": "m", "input": "hi", "stream": true}); plain.err == nil {
+		t.Errorf("an upstream that closes short of the Content-Length it announced is a cut, passed on as one "+
+			"(the chunked body without its last chunk), never a clean end: the client read %s", plain)
+	}
 	stall := func(w http.ResponseWriter) { // ... or that goes silent
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Write(body(t, "tool_call")[:150])
@@ -955,9 +966,7 @@ func TestProxyOverHTTP(t *testing.T) {
 			t.Errorf("%s: the upstream's words are kept: %q", c.name, message)
 		}
 	}
-	idle := httptest.NewServer(http.NotFoundHandler())
-	idle.Close() // nothing listens there any more
-	failedClosed(t, ask(t, serve(t, &proxy.Proxy{Upstream: upstream(idle.URL, "", 0), Tools: tools}), request()), proxy.CodeUpstreamUnreachable)
+	failedClosed(t, ask(t, serve(t, &proxy.Proxy{Upstream: upstream(refusedURL(t), "", 0), Tools: tools}), request()), proxy.CodeUpstreamUnreachable)
 	for name, broken := range map[string]proxy.UpstreamFunc{
 		"an upstream that panics": func(context.Context, []byte) (io.ReadCloser, error) { panic("a bug in the upstream client") },
 		"an error not FailClosed": func(context.Context, []byte) (io.ReadCloser, error) { return nil, errors.New("a bug") },
