@@ -8,16 +8,20 @@ The course's reference client and the SDK must agree on every scripted reply.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import json
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 from conftest import reference_package
 from course import fake_model
 
 openai = pytest.importorskip("openai")
-httpx = pytest.importorskip("httpx")
+# The HTTP library the installed SDK is built on, as it comes: httpx before openai 3, httpx2 since.
+_SDK_NEEDS = [Requirement(r) for r in importlib.metadata.requires("openai") or ()]
+httpx = importlib.import_module(next(r.name for r in _SDK_NEEDS if r.name.startswith("httpx") and r.marker is None))
 
 REPO = Path(__file__).resolve().parents[3]
 USER = {"role": "user", "content": "Weather in Paris?"}
