@@ -21,7 +21,8 @@ from course import fake_model
 openai = pytest.importorskip("openai")
 # The HTTP library the installed SDK is built on, as it comes: httpx before openai 3, httpx2 since.
 _SDK_NEEDS = [Requirement(r) for r in importlib.metadata.requires("openai") or ()]
-httpx = importlib.import_module(next(r.name for r in _SDK_NEEDS if r.name.startswith("httpx") and r.marker is None))
+_SDK_HTTP = next((r.name for r in _SDK_NEEDS if r.name.startswith("httpx") and r.marker is None), "httpx")
+httpx = pytest.importorskip(_SDK_HTTP, reason=f"the openai SDK's HTTP library ({_SDK_HTTP}) is not importable")
 
 REPO = Path(__file__).resolve().parents[3]
 USER = {"role": "user", "content": "Weather in Paris?"}
