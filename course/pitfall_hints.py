@@ -9,25 +9,28 @@ exception or a panic in their code. It is read against what `course verify --rec
 chapter's documented mutants (course.signatures): each mutant's signature and the function its change
 is in, found with the language's outline of the reference (`mutant_places`).
 
-Two levels of claim, each made only when the evidence agrees on one answer:
+Two levels of claim, each made only when the evidence agrees on one answer (or, for the place, on
+one of two):
 
 the place      the function whose mutants' signatures the failures resemble (`score`: the Jaccard
                index of the marks, or a little less of the checks, so that other cases of the same
                asserts count; at least PLACE_SIMILARITY, no other function within MARGIN of it, or
-               else the class all the close ones are methods of), provided every failing check is
-               one its mutants fail too and not every one is failed by another function's mutants as
-               well (unless the failures are one of its mutants' exactly). Failures that are all
+               else the class all the close ones are methods of, or else the two functions when
+               exactly two are close: "one of these"), provided every failing check is one its
+               mutants fail too and not every one is failed by another function's mutants as well
+               (unless the failures are one of its mutants' exactly). Failures that are all
                crashes (an exception of the language's own, a panic) inside one function of the
                learner's point there too; where crashes and signatures disagree there is no place. A
                method is named only when every other method of its class (of UNKNOWN_METHOD_LINES
                lines or more) is one a recorded mutant changes: else the recordings cannot tell them
                apart, and the place is the class.
 the pitfall    the pitfall whose mutants' signatures the failures' marks match closely (Jaccard index
-               at least PITFALL_SIMILARITY, no other pitfall within MARGIN), from a mutant of at least
+               at least PITFALL_SIMILARITY, or PITFALL_ALONE_SIMILARITY where no one place is
+               claimed; no other pitfall within MARGIN), from a mutant of at least
                PITFALL_MIN_MARKS broken checks (a check or two are where many bugs meet), and whose
-               places in the manifest include the place when one is claimed. The documented bugs of
-               no pitfall compete as one more answer: where one of them fails as a pitfall's mutants
-               do, those failures do not tell the pitfall (they still tell the place).
+               places in the manifest include the place (one of the two) when one is claimed. The
+               documented bugs of no pitfall compete as one more answer: where one of them fails as a
+               pitfall's mutants do, those failures do not tell the pitfall (they still tell the place).
 
 Ties, weak matches and failures outside every recording give no claim: a wrong hint sends a learner
 to the wrong place, silence does not. `tooling/hints/precision.py` measures both levels on bugs
@@ -57,7 +60,14 @@ if TYPE_CHECKING:
 PLACE_SIMILARITY = 0.6
 # The same for a pitfall, on the marks themselves (Jaccard index): a pitfall says more than a place.
 # Measured the same way, 0.6 named a wrong pitfall for about one hint in ten, 0.8 for one in twenty.
+# (Not 1.0: a mutant's failures can differ from its recording by a case whose outcome depends on
+# timing, such as a reset that comes before or after a parse error.)
 PITFALL_SIMILARITY = 0.9
+# Without a place to agree with, a pitfall is named only when the failures are one of its mutants'
+# signatures exactly. On the held-out set E and the documented mutants each left out in turn, the
+# pitfalls named without a place were right 5 times of 8: the five exact matches, none of the three
+# at 0.91 to 0.93.
+PITFALL_ALONE_SIMILARITY = 1.0
 # The runner-up (function or pitfall) must score below this share of the best one, or that level is silent.
 MARGIN = 0.8
 # A failing check matched at another case of its test counts this much of a match at the same case.
@@ -239,6 +249,11 @@ class Known:
 class Hint:
     place: str = ""  # 'file::Function' (or 'file::Class'): where the failures come from
     pitfall: int | None = None
+    also: str = ""  # where two functions' mutants fail alike: the other one ('file::Function'); the place is one of the two
+
+    @property
+    def places(self) -> tuple[str, ...]:
+        return tuple(p for p in (self.place, self.also) if p)
 
 
 def similarity(a: frozenset[str], b: frozenset[str]) -> float:
@@ -320,10 +335,12 @@ def score(evidence: Evidence, signature: frozenset[str]) -> float:
     return max(len(a & b) / len(a | b) if a | b else 0.0, CHECK_WEIGHT * by_check)
 
 
-def signature_place(evidence: Evidence, known: Known) -> str:
+def signature_place(evidence: Evidence, known: Known) -> tuple[str, ...]:
     """The function (or class) whose mutants' signatures the evidence clearly resembles, every failing
     check of it one those mutants fail too, and not all of them failed by another function's mutants
-    as well (unless the evidence is one of the place's mutants' signatures exactly); or ''."""
+    as well (unless the evidence is one of the place's mutants' signatures exactly); or, where exactly
+    two functions' mutants resemble it alike (not methods of one class), those two under the same
+    conditions; or ()."""
     best: dict[str, float] = {}
     exact: set[str] = set()
     for mutant, signature in known.signatures.items():
@@ -335,24 +352,29 @@ def signature_place(evidence: Evidence, known: Known) -> str:
             if recorded.equivalent(evidence.marks, signature):
                 exact.add(place)
     ranked = _ranked(best)
-    place = _clear(ranked, PLACE_SIMILARITY)
-    if place is None and ranked and ranked[0][1] >= PLACE_SIMILARITY:
-        place = _common({p for p, close in ranked if close >= MARGIN * ranked[0][1]}) or None
-    if not place:
-        return ""
+    if not ranked or ranked[0][1] < PLACE_SIMILARITY:
+        return ()
+    near = [p for p, close in ranked if close >= MARGIN * ranked[0][1]]
+    one = _clear(ranked, PLACE_SIMILARITY) or _common(set(near))
+    places = (one,) if one else tuple(sorted(near)) if len(near) == 2 and "" not in near else ()
+    if not places:
+        return ()
     shown: dict[str, set[str]] = {}  # each function's mutants' checks
     for mutant, signature in known.signatures.items():
         for where in known.places.get(mutant, ()):
             shown.setdefault(where, set()).update(_check_of(m) for m in signature)
-    own = frozenset(c for where, checks in shown.items() if contains(str(place), where) for c in checks)
+
+    def within(where: str) -> bool:
+        return any(contains(place, where) for place in places)
+
+    own = frozenset(c for where, checks in shown.items() if within(where) for c in checks)
     checks = _checks(evidence.marks)
     if not all(_shows(own, check) for check in checks):
-        return ""  # a failing check none of the place's mutants fails: something else broke it
-    if not any(contains(str(place), p) for p in exact) and any(
-            all(_shows(frozenset(theirs), check) for check in checks)
-            for where, theirs in shown.items() if not contains(str(place), where)):
-        return ""  # another function's mutants fail every one of these checks too
-    return str(place)
+        return ()  # a failing check none of the place's mutants fails: something else broke it
+    if not any(within(p) for p in exact) and any(all(_shows(frozenset(theirs), check) for check in checks)
+                                                 for where, theirs in shown.items() if not within(where)):
+        return ()  # another function's mutants fail every one of these checks too
+    return places
 
 
 def by_class(place: str, functions: Sequence[Function], known: Known) -> str:
@@ -380,32 +402,44 @@ def _closest(evidence: Evidence, known: Known) -> dict[int | None, tuple[float, 
 
 
 def name_pitfall(evidence: Evidence, known: Known, place: str = "") -> int | None:
-    """The pitfall whose mutants' signatures the evidence clearly matches, consistent with `place`."""
+    """The pitfall whose mutants' signatures the evidence clearly matches, consistent with `place`;
+    with no place, only one whose mutant's signature the evidence is exactly."""
     best = _closest(evidence, known)
     ranked = _ranked({p: score for p, (score, _) in best.items()})
-    pitfall = _clear(ranked, PITFALL_SIMILARITY)  # None also when a bug of no pitfall is as close
-    # the recording's count, not the run's: a timeout that left a test's other cases unrun counts them
+    pitfall = _clear(ranked, PITFALL_SIMILARITY if place else PITFALL_ALONE_SIMILARITY)
+    # None also when a bug of no pitfall is as close; the recording's count, not the run's: a timeout
+    # that left a test's other cases unrun counts them
     if pitfall is None or best[pitfall][1] < PITFALL_MIN_MARKS:  # type: ignore[index]
         return None
-    if place:
-        name = place.partition("::")[2]
-        owned = known.pitfall_places.get(pitfall, ())  # type: ignore[call-overload]
-        if not any(contains(name, p) or contains(p, name) for p in owned):
-            return None  # the pitfall is about other functions than the one the failures point at
+    if place and not _owns(known, pitfall, place):  # type: ignore[arg-type]
+        return None  # the pitfall is about other functions than the one the failures point at
     return pitfall  # type: ignore[return-value]
 
 
 def hint(evidence: Evidence, known: Known, functions: Callable[[str], Sequence[Function]] = lambda path: ()) -> Hint:
     """The hint for a failing run's evidence; `functions` outlines a file of the code under test."""
-    place = signature_place(evidence, known)
+    places = signature_place(evidence, known)
     crashed = crash_place(evidence)
-    if crashed and place and not (contains(place, crashed) or contains(crashed, place)):
-        place = ""  # the crashes and the signatures point at different functions
-    elif crashed and not place:
-        place = crashed
-    if place:
-        place = by_class(place, functions(place.partition("::")[0]), known)
-    return Hint(place, name_pitfall(evidence, known, place))
+    if crashed and places:  # the crashes must agree with the signatures, and choose between two places
+        places = tuple(p for p in places if contains(p, crashed) or contains(crashed, p))[:1]
+    elif crashed:
+        places = (crashed,)
+    places = tuple(dict.fromkeys(by_class(p, functions(p.partition("::")[0]), known) for p in places))
+    if len(places) == 2 and (contains(*places) or contains(places[1], places[0])):
+        places = (min(places, key=len),)  # a method and its class: the class
+    if len(places) == 1:
+        return Hint(places[0], name_pitfall(evidence, known, places[0]))
+    # two places, or none: a pitfall only from an exact match, and only one whose text is about one of them
+    pitfall = name_pitfall(evidence, known)
+    if pitfall is not None and places and not any(_owns(known, pitfall, p) for p in places):
+        pitfall = None
+    return Hint(places[0], pitfall, also=places[1]) if places else Hint(pitfall=pitfall)
+
+
+def _owns(known: Known, pitfall: int, place: str) -> bool:
+    """Whether the pitfall's text is about the place (the manifest's `places` of the pitfall)."""
+    name = place.partition("::")[2]
+    return any(contains(name, p) or contains(p, name) for p in known.pitfall_places.get(pitfall, ()))
 
 
 # --- the line a learner reads ----------------------------------------------------------------------
@@ -446,7 +480,8 @@ def diagnose(chapter: Chapter, track: Track, result: CheckResult, code_root: Pat
     if hinted is None:
         return ""
     found, _, _, texts = hinted
-    where = _shown_place(found.place, texts, track)
+    shown = [_shown_place(place, texts, track) for place in found.places]
+    where = " or ".join(shown) if all(shown) else ""  # two places: one of them (both shown, or neither)
     pitfall = chapter.pitfall(found.pitfall) if found.pitfall is not None else None
     lines = [f"the failures come from {where}" if where else ""]
     if pitfall is not None:

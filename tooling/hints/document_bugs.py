@@ -111,8 +111,9 @@ def choose(chapter: Chapter, track: Track, items: list[dict], evidence: list[dic
         resembles = max((hints.score(found, s) for s in known.signatures.values() if s), default=0.0)
         if mutant.pitfall is None and close >= CONFUSER_SIMILARITY:
             why = f"confuser: {close:.2f} to a pitfall's mutant"
-        elif shown.place and changed and not any(hints.contains(shown.place.partition("::")[2], f) for f in changed):
-            why = f"fails as {shown.place.partition('::')[2]}'s mutants do"
+        elif shown.places and changed and not any(hints.contains(place.partition("::")[2], f)
+                                                  for place in shown.places for f in changed):
+            why = f"fails as {' or '.join(hints.functions_of(shown.places))}'s mutants do"
         elif shown.pitfall is not None and shown.pitfall != mutant.pitfall:
             why = f"fails as pitfall {shown.pitfall}'s mutants do"
         elif not hints._checks(found.marks) <= failed:

@@ -113,10 +113,11 @@ def contains(named: str, function: str) -> bool:
     return bool(function) and (named == function or function.startswith(named + "."))
 
 
-def judge_place(named: str, functions: set[str]) -> str:
+def judge_place(named: tuple[str, ...], functions: set[str]) -> str:
+    """A hint's places (one, or two of which it says one): right when one of them points at the bug."""
     if not named:
         return "silent"
-    return "right" if any(contains(named.partition("::")[2], f) for f in functions) else "wrong"
+    return "right" if any(contains(place.partition("::")[2], f) for place in named for f in functions) else "wrong"
 
 
 def code_of(texts: dict[str, str], mutant: Mutant) -> dict[str, str]:
@@ -154,9 +155,9 @@ def evaluate(chapter: Chapter, track: Track, runs: dict[str, dict], bugs: list[t
             truth = hints.functions_of(places.get(mutant.id, ()))
             row.update(own=asdict(own), leave_one_out=asdict(loo),
                        own_pitfall=judge_pitfall(own.pitfall, mutant.pitfall),
-                       own_place=judge_place(own.place, truth),
+                       own_place=judge_place(own.places, truth),
                        loo_pitfall=judge_pitfall(loo.pitfall, mutant.pitfall),
-                       loo_place=judge_place(loo.place, truth))
+                       loo_place=judge_place(loo.places, truth))
         rows.append(row)
     # where each bug's change is, read as the documented mutants' places are: the writer's `function`
     # may name the public function a helper's change sits under
@@ -168,8 +169,8 @@ def evaluate(chapter: Chapter, track: Track, runs: dict[str, dict], bugs: list[t
         if bug.id in killed:
             shown = hints.hint(killed[bug.id], known, hints.outliner(track, code_of(texts, bug)))
             row.update(hint=asdict(shown), pitfall_verdict=judge_pitfall(shown.pitfall, bug.pitfall),
-                       place_verdict=judge_place(shown.place, {function}),
-                       place_by_change=judge_place(shown.place, where or {function}))
+                       place_verdict=judge_place(shown.places, {function}),
+                       place_by_change=judge_place(shown.places, where or {function}))
         rows.append(row)
     return rows
 

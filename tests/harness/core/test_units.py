@@ -86,6 +86,48 @@ def test_the_hint_names_a_place_and_a_pitfall_only_on_a_clear_match(small_signat
     assert hint(both, known) == Hint("sse.py::Decoder", None)
 
 
+def test_two_functions_whose_mutants_fail_alike_are_named_as_one_of_two(small_signatures: None) -> None:
+    from course.pitfall_hints import Evidence, Hint, Known, hint
+
+    body = frozenset({"body@t.py:20 AssertionError", "body[b]@t.py:20 AssertionError", "body[c]@t.py:20 AssertionError"})
+    base = _known()
+
+    def known_with(**more: tuple[str, int | None, frozenset[str]]) -> Known:
+        return Known({**base.signatures, **{m: s for m, (_, _, s) in more.items()}},
+                     {**base.places, **{m: (p,) for m, (p, _, _) in more.items()}},
+                     {**base.pitfall_of, **{m: n for m, (_, n, _) in more.items()}},
+                     {**base.pitfall_places, 8: ("message_json",)})
+
+    two = known_with(h1=("req.py::message_json", 8, body), h2=("req.py::tool_call_json", 8, body))
+    assert hint(Evidence(body), two) == Hint("req.py::message_json", 8, also="req.py::tool_call_json"), \
+        "an exact match: both places, and the pitfall whose text is about one of them"
+    near = Evidence(body | {"body[d]@t.py:20 AssertionError"})
+    assert hint(near, two) == Hint("req.py::message_json", None, also="req.py::tool_call_json"), \
+        "without one place, a pitfall is named from an exact match only"
+    three = known_with(h1=("req.py::message_json", 8, body), h2=("req.py::tool_call_json", 8, body),
+                       h3=("req.py::tool_json", None, body))
+    assert hint(Evidence(body), three) == Hint(pitfall=None), "three places alike: none (and a bug of no pitfall as close)"
+    assert hint(Evidence(body), two).places == ("req.py::message_json", "req.py::tool_call_json")
+    assert hint(Evidence(frozenset({"body@t.py:20 KeyError", "body[b]@t.py:20 KeyError"}),
+                         {"body@t.py:20 KeyError": ("req.py::tool_call_json",),
+                          "body[b]@t.py:20 KeyError": ("req.py::tool_call_json",)}), two).place == "req.py::tool_call_json", \
+        "crashes choose between the two"
+
+
+def test_a_pitfall_without_a_place_needs_an_exact_match(small_signatures: None) -> None:
+    from course.pitfall_hints import Evidence, Hint, Known, hint
+
+    base = _known()
+    # a mutant of pitfall 2 that changes a table, outside every function: its failures tell no place
+    table = frozenset(f"lines[{n}]@t.py:15 AssertionError" for n in range(10))
+    known = Known({**base.signatures, "a3": table}, {**base.places, "a3": ()}, {**base.pitfall_of, "a3": 2},
+                  base.pitfall_places)
+    assert hint(Evidence(table), known) == Hint(pitfall=2), "the failures are a3's signature exactly"
+    almost = Evidence(table | {"lines[10]@t.py:15 AssertionError"})  # 10 of 11 marks alike: 0.91
+    assert hint(almost, known).places == () and hint(almost, known).pitfall is None, \
+        "close enough for a pitfall beside a place, not for one alone"
+
+
 def test_a_method_is_named_only_when_the_recordings_know_its_class() -> None:
     from course.languages.protocol import Function
     from course.pitfall_hints import Evidence, hint
