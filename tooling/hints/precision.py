@@ -19,7 +19,8 @@ unseen bugs (--bugs)    a YAML file mapping chapter ids to lists of bugs written
                         `function:` (the function or method the change is in). A pitfall hint is
                         right when it names the label, wrong otherwise (any pitfall for a bug
                         labelled null is wrong). A place hint is right when the function it names
-                        is the bug's function or contains it (a class containing its method).
+                        is the bug's function or contains it (a class containing its method); one
+                        of two places, when either of them is.
 
 Per set it reports the kills, pitfall hints right / wrong / silent, place hints right / wrong /
 silent, and the share of the kills whose bug has a pitfall that get any hint (place or pitfall).
