@@ -354,10 +354,13 @@ def signature_place(evidence: Evidence, known: Known) -> tuple[str, ...]:
     ranked = _ranked(best)
     if not ranked or ranked[0][1] < PLACE_SIMILARITY:
         return ()
-    near = [p for p, close in ranked if close >= MARGIN * ranked[0][1]]
-    one = _clear(ranked, PLACE_SIMILARITY) or _common(set(near))
-    places = (one,) if one else tuple(sorted(near)) if len(near) == 2 and "" not in near else ()
-    if not places:
+    near = {p for p, close in ranked if close >= MARGIN * ranked[0][1]}  # the best, and those as close
+    one = _common(near)  # the best alone, or the class of all of them
+    if one:
+        places: tuple[str, ...] = (one,)
+    elif len(near) == 2 and "" not in near:
+        places = tuple(sorted(near))
+    else:
         return ()
     shown: dict[str, set[str]] = {}  # each function's mutants' checks
     for mutant, signature in known.signatures.items():

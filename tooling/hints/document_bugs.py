@@ -113,7 +113,7 @@ def choose(chapter: Chapter, track: Track, items: list[dict], evidence: list[dic
             why = f"confuser: {close:.2f} to a pitfall's mutant"
         elif shown.places and changed and not any(hints.contains(place.partition("::")[2], f)
                                                   for place in shown.places for f in changed):
-            why = f"fails as {' or '.join(hints.functions_of(shown.places))}'s mutants do"
+            why = f"fails as {' or '.join(sorted(hints.functions_of(shown.places)))}'s mutants do"
         elif shown.pitfall is not None and shown.pitfall != mutant.pitfall:
             why = f"fails as pitfall {shown.pitfall}'s mutants do"
         elif not hints._checks(found.marks) <= failed:
